@@ -1,0 +1,172 @@
+//! Settings read once, at cold start, from the environment.
+
+use std::time::Duration;
+
+use anyhow::{Context as _, bail};
+
+/// Everything the HTTP layer needs to know about its deployment.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Path of the MCP endpoint (`MCP_PATH`, default `/mcp`).
+    pub mcp_path: String,
+    /// Browser origins allowed to call the endpoint (`ALLOWED_ORIGINS`).
+    pub allowed_origins: OriginPolicy,
+    /// Host names the endpoint answers for (`ALLOWED_HOSTS`).
+    pub allowed_hosts: HostPolicy,
+    /// Largest accepted request body (`MAX_BODY_BYTES`, default 1 MiB).
+    pub max_body_bytes: usize,
+    /// Time kept back from the invocation deadline to serialise and return the answer
+    /// (`DEADLINE_MARGIN_MS`, default 500).
+    pub deadline_margin: Duration,
+}
+
+/// Which `Origin` values are accepted. An absent `Origin` (every non-browser client) is
+/// always accepted; a present one that is not allowed gets 403 (2025-11-25 transports
+/// §Security Warning).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OriginPolicy {
+    /// Only pages served from this machine (`http(s)://localhost|127.0.0.1|[::1][:port]`).
+    Loopback,
+    /// Exactly these origins (`scheme://host[:port]`, compared case-insensitively).
+    List(Vec<String>),
+}
+
+/// Which `Host` names are accepted: the DNS-rebinding guard for a locally served endpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HostPolicy {
+    /// `localhost`, `127.0.0.1`, `[::1]`, any port.
+    Loopback,
+    /// Exactly these host names (ports ignored, case-insensitive).
+    List(Vec<String>),
+    /// No check (`ALLOWED_HOSTS=*`), for deployments behind a gateway that already pins it.
+    Any,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            mcp_path: "/mcp".into(),
+            allowed_origins: OriginPolicy::Loopback,
+            allowed_hosts: HostPolicy::Loopback,
+            max_body_bytes: 1024 * 1024,
+            deadline_margin: Duration::from_millis(500),
+        }
+    }
+}
+
+impl Config {
+    /// Reads the configuration from the process environment.
+    ///
+    /// # Errors
+    ///
+    /// Fails, naming the variable, when a value is malformed. Init errors stop the cold
+    /// start loudly instead of serving with a setting silently ignored.
+    pub fn from_env() -> anyhow::Result<Self> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Like [`Config::from_env`], from any name → value lookup (tests use a map).
+    ///
+    /// # Errors
+    ///
+    /// See [`Config::from_env`].
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> anyhow::Result<Self> {
+        let mut config = Self::default();
+        if let Some(path) = get("MCP_PATH") {
+            if !path.starts_with('/') || path.len() < 2 || path.ends_with('/') {
+                bail!("MCP_PATH must start with '/' and not end with '/', got {path:?}");
+            }
+            config.mcp_path = path;
+        }
+        if let Some(list) = get("ALLOWED_ORIGINS") {
+            config.allowed_origins = OriginPolicy::List(split_list(&list));
+        }
+        if let Some(list) = get("ALLOWED_HOSTS") {
+            config.allowed_hosts = if list.trim() == "*" {
+                HostPolicy::Any
+            } else {
+                HostPolicy::List(split_list(&list))
+            };
+        }
+        if let Some(n) = get("MAX_BODY_BYTES") {
+            config.max_body_bytes = n
+                .parse()
+                .with_context(|| format!("MAX_BODY_BYTES must be a byte count, got {n:?}"))?;
+            if config.max_body_bytes > 6 * 1024 * 1024 {
+                bail!("MAX_BODY_BYTES cannot exceed Lambda's 6 MiB payload limit");
+            }
+        }
+        if let Some(n) = get("DEADLINE_MARGIN_MS") {
+            let ms: u64 = n
+                .parse()
+                .with_context(|| format!("DEADLINE_MARGIN_MS must be milliseconds, got {n:?}"))?;
+            config.deadline_margin = Duration::from_millis(ms);
+        }
+        Ok(config)
+    }
+}
+
+fn split_list(list: &str) -> Vec<String> {
+    list.split(',')
+        .map(|s| s.trim().to_ascii_lowercase())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn config(vars: &[(&str, &str)]) -> anyhow::Result<Config> {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::from_lookup(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn defaults_are_loopback_only() {
+        let c = config(&[]).unwrap();
+        assert_eq!(c.mcp_path, "/mcp");
+        assert_eq!(c.allowed_origins, OriginPolicy::Loopback);
+        assert_eq!(c.allowed_hosts, HostPolicy::Loopback);
+        assert_eq!(c.max_body_bytes, 1 << 20);
+    }
+
+    #[test]
+    fn lists_are_trimmed_and_lowercased() {
+        let c = config(&[
+            ("ALLOWED_ORIGINS", " https://A.example ,https://b.example,"),
+            ("ALLOWED_HOSTS", "Api.Example.com"),
+        ])
+        .unwrap();
+        assert_eq!(
+            c.allowed_origins,
+            OriginPolicy::List(vec!["https://a.example".into(), "https://b.example".into()])
+        );
+        assert_eq!(
+            c.allowed_hosts,
+            HostPolicy::List(vec!["api.example.com".into()])
+        );
+        assert_eq!(
+            config(&[("ALLOWED_HOSTS", "*")]).unwrap().allowed_hosts,
+            HostPolicy::Any
+        );
+    }
+
+    #[test]
+    fn malformed_values_name_the_variable() {
+        for (k, v) in [
+            ("MAX_BODY_BYTES", "lots"),
+            ("MAX_BODY_BYTES", "99999999"),
+            ("DEADLINE_MARGIN_MS", "-1"),
+            ("MCP_PATH", "mcp"),
+            ("MCP_PATH", "/mcp/"),
+        ] {
+            let err = config(&[(k, v)]).unwrap_err().to_string();
+            assert!(err.contains(k), "{k}={v}: {err}");
+        }
+    }
+}

@@ -1,0 +1,92 @@
+//! The MCP endpoint as a Lambda function: HTTP in, HTTP out.
+//!
+//! Everything HTTP-shaped lives here (routing on method and path, `Host` and `Origin`
+//! guards, `Accept` and `Content-Type`, body limits, the invocation deadline); everything
+//! MCP-shaped lives in [`mcp_protocol`]. `main.rs` only wires the two to the runtime, so
+//! tests drive [`App::handle`] directly with the same API Gateway events `cargo lambda
+//! invoke` uses.
+
+pub mod config;
+mod transport;
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Instant;
+
+use lambda_http::{Body, Request, Response, service_fn};
+use mcp_protocol::{RegistryError, Server, Tools};
+
+pub use config::Config;
+
+/// The function's state: built once per sandbox, shared by every invocation.
+#[derive(Clone)]
+pub struct App {
+    config: Arc<Config>,
+    server: Arc<Server>,
+}
+
+impl App {
+    pub fn new(config: Config, server: Server) -> Self {
+        Self {
+            config: Arc::new(config),
+            server: Arc::new(server),
+        }
+    }
+
+    /// Answers one HTTP request. Never fails: every problem is an HTTP status with a
+    /// JSON-RPC error body.
+    pub async fn handle(&self, req: Request) -> Response<Body> {
+        let started = Instant::now();
+        let (response, method) = transport::handle(&self.config, &self.server, req).await;
+        tracing::info!(
+            http.status = response.status().as_u16(),
+            rpc.method = method.as_deref().unwrap_or(""),
+            duration_ms = started.elapsed().as_millis() as u64,
+            "request"
+        );
+        response
+    }
+}
+
+/// The server the deployed function serves. Event-store tools register here.
+///
+/// # Errors
+///
+/// Fails if a tool definition is invalid (bad name, bad schema): a cold-start error.
+pub fn production_server() -> Result<Server, RegistryError> {
+    let tools = Tools::new();
+    Ok(Server::builder("event-store-mcp", env!("CARGO_PKG_VERSION"))
+        .title("Event store (read-only)")
+        .instructions(
+            "Read-only access to an incident event store. Every tool is bounded in time and size; \
+             narrow the time window or add filters when a result is truncated.",
+        )
+        .tools(tools)
+        .build())
+}
+
+/// Runs the Lambda runtime loop with `app` as the handler.
+///
+/// # Errors
+///
+/// Returns the runtime's error if the Lambda Runtime API cannot be reached.
+pub async fn run(app: App) -> Result<(), lambda_http::Error> {
+    lambda_http::run(service_fn(move |req: Request| {
+        let app = app.clone();
+        async move { Ok::<_, Infallible>(app.handle(req).await) }
+    }))
+    .await
+}
+
+/// Structured JSON logs on stdout (CloudWatch parses them), level from `RUST_LOG`.
+pub fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .json()
+        .with_env_filter(filter)
+        .with_current_span(false)
+        .with_target(false)
+        .without_time()
+        .init();
+}

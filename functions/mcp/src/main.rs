@@ -1,0 +1,9 @@
+//! Cold start: configuration, the engine, then the runtime loop.
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_http::Error> {
+    mcp::init_tracing();
+    let config = mcp::Config::from_env()?;
+    let server = mcp::production_server()?;
+    mcp::run(mcp::App::new(config, server)).await
+}

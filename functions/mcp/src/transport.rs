@@ -1,0 +1,417 @@
+//! Streamable HTTP, JSON responses only, no sessions.
+
+use std::time::{Duration, Instant, SystemTime};
+
+use http::header::{ACCEPT, ALLOW, CONTENT_LENGTH, CONTENT_TYPE, HOST, ORIGIN};
+use http::{HeaderMap, HeaderValue, Method, StatusCode};
+use lambda_http::{Body, Request, RequestExt, Response};
+use mcp_protocol::{HeaderField, Incoming, Server};
+use serde_json::{Value, json};
+
+use crate::config::{Config, HostPolicy, OriginPolicy};
+
+/// Handles one request; also returns the JSON-RPC method for the access log.
+pub(crate) async fn handle(
+    config: &Config,
+    server: &Server,
+    req: Request,
+) -> (Response<Body>, Option<String>) {
+    if let Err(rejection) = guard(config, &req) {
+        return (rejection.into_response(), None);
+    }
+    let deadline = req.lambda_context_ref().map(|ctx| {
+        invocation_deadline(
+            ctx.deadline(),
+            config.deadline_margin,
+            SystemTime::now(),
+            Instant::now(),
+        )
+    });
+    let headers = req.headers();
+    // `Body` derefs to its bytes (empty for `Body::Empty`); base64 events arrive decoded.
+    let body: &[u8] = req.body();
+    if body.len() > config.max_body_bytes {
+        return (
+            Rejection::too_large(config.max_body_bytes).into_response(),
+            None,
+        );
+    }
+    let incoming = Incoming {
+        body,
+        protocol_version: header_field(headers, "mcp-protocol-version"),
+        mcp_method: header_field(headers, "mcp-method"),
+        mcp_name: header_field(headers, "mcp-name"),
+        deadline,
+        caller: Default::default(),
+    };
+    let reply = server.handle(incoming).await;
+    let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let response = match reply.body {
+        None => empty(status),
+        Some(body) => json_response(status, &body),
+    };
+    (response, reply.method)
+}
+
+/// Everything decided from the request line and headers alone, before the body is read.
+fn guard(config: &Config, req: &Request) -> Result<(), Rejection> {
+    let headers = req.headers();
+    if !host_allowed(&config.allowed_hosts, headers) {
+        return Err(Rejection::new(
+            StatusCode::FORBIDDEN,
+            "Forbidden: the Host header names a host this endpoint does not serve",
+        ));
+    }
+    // "If the Origin header is present and invalid, servers MUST respond with HTTP 403
+    // Forbidden" (2025-11-25 transports §Security Warning). Absent Origin: not a browser.
+    if !origin_allowed(&config.allowed_origins, headers) {
+        return Err(Rejection::new(
+            StatusCode::FORBIDDEN,
+            "Forbidden: requests from this Origin are not allowed",
+        ));
+    }
+    if req.uri().path() != config.mcp_path {
+        return Err(Rejection::new(
+            StatusCode::NOT_FOUND,
+            format!("Not found: the MCP endpoint is {}", config.mcp_path),
+        ));
+    }
+    if req.method() != Method::POST {
+        // No SSE stream to offer on GET (2025-11-25 transports §Listening for Messages: "or
+        // else return HTTP 405"), no session to delete (§Session Management: "MAY respond
+        // ... with HTTP 405"), and 2026-07-28 is POST only.
+        return Err(Rejection::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "Method not allowed: send JSON-RPC messages with POST",
+        )
+        .with_header(ALLOW, HeaderValue::from_static("POST")));
+    }
+    if !accepts_json(headers) {
+        return Err(Rejection::new(
+            StatusCode::NOT_ACCEPTABLE,
+            "Not acceptable: this endpoint only answers with application/json",
+        ));
+    }
+    if !is_json_content_type(headers) {
+        return Err(Rejection::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "Unsupported media type: the body must be application/json",
+        ));
+    }
+    // Refuse an announced oversize body without looking at it.
+    let announced = headers
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if announced.is_some_and(|n| n > config.max_body_bytes as u64) {
+        return Err(Rejection::too_large(config.max_body_bytes));
+    }
+    Ok(())
+}
+
+/// The instant by which the reply must be on its way: the invocation's deadline less the
+/// margin kept for serialising and returning it.
+/// The Lambda context gives wall-clock time; waits are measured on the monotonic clock, so
+/// the remaining time is converted once, here.
+fn invocation_deadline(
+    deadline: SystemTime,
+    margin: Duration,
+    now: SystemTime,
+    now_instant: Instant,
+) -> Instant {
+    let remaining = deadline
+        .duration_since(now)
+        .unwrap_or(Duration::ZERO)
+        .saturating_sub(margin);
+    now_instant + remaining
+}
+
+fn header_field<'a>(headers: &'a HeaderMap, name: &str) -> HeaderField<'a> {
+    let mut values = headers.get_all(name).iter();
+    match (values.next(), values.next()) {
+        (None, _) => HeaderField::Absent,
+        (Some(v), None) => v.to_str().map_or(HeaderField::Invalid, HeaderField::One),
+        (Some(_), Some(_)) => HeaderField::Invalid,
+    }
+}
+
+fn is_loopback_host(host: &str) -> bool {
+    matches!(host, "localhost" | "127.0.0.1" | "[::1]" | "::1")
+}
+
+/// The host name of a `Host` header or an origin's authority, without port, lowercased.
+fn host_name(authority: &str) -> String {
+    let authority = authority.trim().to_ascii_lowercase();
+    if authority.starts_with('[') {
+        // IPv6 literal: keep the brackets, drop a port after them.
+        return match authority.find(']') {
+            Some(end) => authority[..=end].to_owned(),
+            None => authority,
+        };
+    }
+    match authority.rsplit_once(':') {
+        Some((host, _port)) => host.to_owned(),
+        None => authority,
+    }
+}
+
+fn host_allowed(policy: &HostPolicy, headers: &HeaderMap) -> bool {
+    if *policy == HostPolicy::Any {
+        return true;
+    }
+    let mut hosts = headers.get_all(HOST).iter();
+    let host = match (hosts.next(), hosts.next()) {
+        (Some(h), None) => match h.to_str() {
+            Ok(h) => host_name(h),
+            Err(_) => return false,
+        },
+        // No Host at all (a direct invoke of a hand-written event) is not a browser being
+        // rebound; two Host headers are an attack.
+        (None, _) => return true,
+        (Some(_), Some(_)) => return false,
+    };
+    match policy {
+        HostPolicy::Loopback => is_loopback_host(&host),
+        HostPolicy::List(allowed) => allowed.contains(&host),
+        HostPolicy::Any => true,
+    }
+}
+
+fn origin_allowed(policy: &OriginPolicy, headers: &HeaderMap) -> bool {
+    let mut origins = headers.get_all(ORIGIN).iter();
+    let origin = match (origins.next(), origins.next()) {
+        (None, _) => return true,
+        (Some(o), None) => match o.to_str() {
+            Ok(o) => o.trim().to_ascii_lowercase(),
+            Err(_) => return false,
+        },
+        (Some(_), Some(_)) => return false,
+    };
+    match policy {
+        OriginPolicy::List(allowed) => allowed.contains(&origin),
+        OriginPolicy::Loopback => {
+            let authority = origin
+                .strip_prefix("http://")
+                .or_else(|| origin.strip_prefix("https://"));
+            authority.is_some_and(|a| !a.contains('/') && is_loopback_host(&host_name(a)))
+        }
+    }
+}
+
+/// True unless the client's `Accept` rules out `application/json`. A missing header means
+/// "anything" (RFC 9110 §12.5.1). Clients list `application/json, text/event-stream`;
+/// browsers send long lists with parameters and `q` weights, all tolerated.
+fn accepts_json(headers: &HeaderMap) -> bool {
+    let values: Vec<&HeaderValue> = headers.get_all(ACCEPT).iter().collect();
+    if values.is_empty() {
+        return true;
+    }
+    values
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|range| {
+            let mut parts = range.split(';');
+            let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+            let refused = parts.any(|p| {
+                let p = p.trim().to_ascii_lowercase();
+                p.strip_prefix("q=")
+                    .and_then(|q| q.trim().parse::<f32>().ok())
+                    .is_some_and(|q| q <= 0.0)
+            });
+            !refused && matches!(media.as_str(), "application/json" | "application/*" | "*/*")
+        })
+}
+
+fn is_json_content_type(headers: &HeaderMap) -> bool {
+    headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|media| media.trim().eq_ignore_ascii_case("application/json"))
+}
+
+/// A transport-level refusal: an HTTP status with a JSON-RPC error body (id null: the
+/// message was never read), so no client ever sees an empty error.
+struct Rejection {
+    status: StatusCode,
+    message: String,
+    extra: Option<(http::HeaderName, HeaderValue)>,
+}
+
+impl Rejection {
+    fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            message: message.into(),
+            extra: None,
+        }
+    }
+
+    fn too_large(limit: usize) -> Self {
+        Self::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("Payload too large: the body limit is {limit} bytes"),
+        )
+    }
+
+    fn with_header(mut self, name: http::HeaderName, value: HeaderValue) -> Self {
+        self.extra = Some((name, value));
+        self
+    }
+
+    fn into_response(self) -> Response<Body> {
+        // -32600 rather than the TypeScript SDK's -32000: 2026-07-28 basic §Error Codes
+        // says new implementations SHOULD NOT use -32000..-32019.
+        let body = json!({
+            "jsonrpc": "2.0",
+            "id": null,
+            "error": { "code": -32600, "message": self.message },
+        });
+        let mut response = json_response(self.status, &body);
+        if let Some((name, value)) = self.extra {
+            response.headers_mut().insert(name, value);
+        }
+        response
+    }
+}
+
+fn json_response(status: StatusCode, body: &Value) -> Response<Body> {
+    let mut response = Response::new(Body::Text(body.to_string()));
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+fn empty(status: StatusCode) -> Response<Body> {
+    let mut response = Response::new(Body::Empty);
+    *response.status_mut() = status;
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (k, v) in pairs {
+            map.append(
+                http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                HeaderValue::from_str(v).unwrap(),
+            );
+        }
+        map
+    }
+
+    #[test]
+    fn accept_tolerates_parameters_lists_and_wildcards() {
+        for ok in [
+            "application/json",
+            "application/json, text/event-stream",
+            "text/event-stream, application/json; charset=utf-8",
+            "text/html,application/xhtml+xml,*/*;q=0.8",
+            "application/*",
+            "APPLICATION/JSON",
+        ] {
+            assert!(accepts_json(&headers(&[("accept", ok)])), "{ok}");
+        }
+        assert!(accepts_json(&headers(&[])));
+        for bad in [
+            "text/event-stream",
+            "text/html",
+            "application/json;q=0",
+            "*/*; q=0.0",
+        ] {
+            assert!(!accepts_json(&headers(&[("accept", bad)])), "{bad}");
+        }
+    }
+
+    #[test]
+    fn host_names_are_compared_without_port_or_case() {
+        assert_eq!(host_name("LocalHost:9000"), "localhost");
+        assert_eq!(host_name("[::1]:9000"), "[::1]");
+        assert_eq!(host_name("127.0.0.1"), "127.0.0.1");
+        let loopback = HostPolicy::Loopback;
+        assert!(host_allowed(
+            &loopback,
+            &headers(&[("host", "127.0.0.1:9000")])
+        ));
+        assert!(!host_allowed(
+            &loopback,
+            &headers(&[("host", "evil.example.com")])
+        ));
+        assert!(!host_allowed(
+            &loopback,
+            &headers(&[("host", "localhost.evil.com")])
+        ));
+        assert!(!host_allowed(
+            &loopback,
+            &headers(&[("host", "localhost"), ("host", "evil.example")])
+        ));
+        let listed = HostPolicy::List(vec!["api.example.com".into()]);
+        assert!(host_allowed(
+            &listed,
+            &headers(&[("host", "API.example.com:443")])
+        ));
+        assert!(!host_allowed(&listed, &headers(&[("host", "localhost")])));
+    }
+
+    #[test]
+    fn origins_are_allowed_only_when_absent_or_listed() {
+        let loopback = OriginPolicy::Loopback;
+        assert!(origin_allowed(&loopback, &headers(&[])));
+        assert!(origin_allowed(
+            &loopback,
+            &headers(&[("origin", "http://localhost:6274")])
+        ));
+        assert!(origin_allowed(
+            &loopback,
+            &headers(&[("origin", "http://[::1]:3000")])
+        ));
+        for bad in [
+            "http://evil.example",
+            "null",
+            "http://localhost.evil.example",
+            "file://",
+        ] {
+            assert!(
+                !origin_allowed(&loopback, &headers(&[("origin", bad)])),
+                "{bad}"
+            );
+        }
+        let listed = OriginPolicy::List(vec!["https://app.example".into()]);
+        assert!(origin_allowed(
+            &listed,
+            &headers(&[("origin", "https://APP.example")])
+        ));
+        assert!(!origin_allowed(
+            &listed,
+            &headers(&[("origin", "http://localhost")])
+        ));
+    }
+
+    #[test]
+    fn repeated_or_non_ascii_protocol_headers_are_invalid() {
+        let map = headers(&[("mcp-method", "tools/list"), ("mcp-method", "ping")]);
+        assert_eq!(header_field(&map, "mcp-method"), HeaderField::Invalid);
+        let mut map = HeaderMap::new();
+        map.insert("mcp-name", HeaderValue::from_bytes(b"caf\xe9").unwrap());
+        assert_eq!(header_field(&map, "mcp-name"), HeaderField::Invalid);
+        assert_eq!(header_field(&map, "mcp-method"), HeaderField::Absent);
+    }
+
+    #[test]
+    fn the_deadline_keeps_the_margin_and_never_goes_negative() {
+        let (wall, mono) = (SystemTime::now(), Instant::now());
+        let second = Duration::from_secs(1);
+        let d = invocation_deadline(wall + 10 * second, second, wall, mono);
+        assert_eq!(d - mono, 9 * second);
+        let tight = invocation_deadline(wall + second / 2, second, wall, mono);
+        assert_eq!(tight, mono);
+        let past = invocation_deadline(wall - 5 * second, second, wall, mono);
+        assert_eq!(past, mono);
+    }
+}

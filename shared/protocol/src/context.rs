@@ -1,0 +1,55 @@
+//! What a request carries into a tool, resource or prompt body.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::Value;
+
+use crate::version::ProtocolVersion;
+
+/// The authenticated caller. Filled in by the HTTP layer from the verified token; the
+/// engine only reads it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Caller {
+    /// The token's `sub`, if any.
+    pub subject: Option<String>,
+    /// The tenant the caller may read, if the deployment is multi-tenant.
+    pub tenant: Option<String>,
+    /// Granted OAuth scopes.
+    pub scopes: Vec<String>,
+}
+
+/// Per-request facts handed to every tool, resource and prompt body.
+///
+/// Cheap to clone: bodies receive it by value so they can move it into a future.
+#[derive(Debug, Clone)]
+pub struct RequestContext {
+    /// The revision this request is served in.
+    pub version: ProtocolVersion,
+    /// The instant by which the answer must be on its way back (from the Lambda
+    /// invocation), if known.
+    pub deadline: Option<Instant>,
+    pub caller: Arc<Caller>,
+    /// `_meta["io.modelcontextprotocol/clientCapabilities"]` of a 2026-07-28 request. The
+    /// handshake era never tells a stateless server the client's capabilities.
+    pub client_capabilities: Option<Value>,
+    /// 2026-07-28 multi-round-trip requests (SEP-2322): the client's answers to an earlier
+    /// `input_required` result, keyed as the server asked.
+    pub input_responses: Option<Value>,
+    /// 2026-07-28 multi-round-trip requests: the opaque state the server returned earlier.
+    pub request_state: Option<String>,
+}
+
+impl RequestContext {
+    /// A context for a request with no caller information (tests, fixtures).
+    pub fn anonymous(version: ProtocolVersion) -> Self {
+        Self {
+            version,
+            deadline: None,
+            caller: Arc::new(Caller::default()),
+            client_capabilities: None,
+            input_responses: None,
+            request_state: None,
+        }
+    }
+}

@@ -1,0 +1,28 @@
+//! The MCP protocol engine of the event-store endpoint, for both protocol eras.
+//!
+//! * Handshake era (2025-03-26, 2025-06-18, 2025-11-25), served statelessly: `initialize`
+//!   is answered and forgotten, the revision of later requests comes from the
+//!   `MCP-Protocol-Version` header.
+//! * Stateless era (2026-07-28): per-request `_meta`, `server/discover`, `resultType`,
+//!   caching hints, `Mcp-Method`/`Mcp-Name` header checks.
+//!
+//! This crate does no I/O and knows nothing of HTTP servers, Lambda or databases: it takes
+//! a body plus the few transport headers the protocol defines and returns a status and a
+//! JSON body. Tool, resource and prompt bodies are plugged in through [`registry`].
+//! Its invariants are tested in each module and, end to end, in the `tests/` crate.
+
+pub mod context;
+pub mod error;
+pub mod jsonrpc;
+pub mod registry;
+pub mod server;
+pub mod version;
+
+pub use context::{Caller, RequestContext};
+pub use error::RpcError;
+pub use registry::{
+    BoxFuture, CallToolResult, Completions, InputRequired, Outcome, Prompts, RegistryError,
+    Resources, ToolAnnotations, ToolDef, ToolError, Tools,
+};
+pub use server::{CacheHints, HeaderField, Incoming, Reply, Server, ServerBuilder};
+pub use version::ProtocolVersion;

@@ -1,0 +1,506 @@
+//! What a server offers: tools (with their schemas and handlers), resources, prompts and
+//! completions. Later crates plug their bodies in here; the engine never knows what a
+//! tool does.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use crate::context::RequestContext;
+
+/// A boxed, sendable future: what every async body returns.
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+/// A result that is either complete or asks the client for more input first
+/// (2026-07-28 `InputRequiredResult`, SEP-2322).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome<T> {
+    Complete(T),
+    InputRequired(InputRequired),
+}
+
+/// The body of an `input_required` result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InputRequired {
+    /// Requests the client must answer, keyed by a name the server picks.
+    pub input_requests: Map<String, Value>,
+    /// Opaque state the client echoes back; must be integrity-protected by whoever makes
+    /// it, because it comes back from the client.
+    pub request_state: Option<String>,
+}
+
+/// A `tools/call` result (2025-11-25 schema `CallToolResult`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallToolResult {
+    pub content: Vec<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Value>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub is_error: bool,
+}
+
+impl CallToolResult {
+    /// A result with one text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self {
+            content: vec![json!({ "type": "text", "text": text.into() })],
+            structured_content: None,
+            is_error: false,
+        }
+    }
+
+    /// A result with structured content, mirrored as serialised JSON in a text block
+    /// ("a tool that returns structured content SHOULD also return the serialized JSON in
+    /// a TextContent block", 2025-06-18 tools §Structured Content).
+    pub fn structured(value: Value) -> Self {
+        Self {
+            content: vec![json!({ "type": "text", "text": value.to_string() })],
+            structured_content: Some(value),
+            is_error: false,
+        }
+    }
+
+    /// A tool execution error the model can read and act on.
+    pub fn error(text: impl Into<String>) -> Self {
+        Self {
+            is_error: true,
+            ..Self::text(text)
+        }
+    }
+
+    /// A result made of arbitrary content blocks.
+    pub fn blocks(content: Vec<Value>) -> Self {
+        Self {
+            content,
+            structured_content: None,
+            is_error: false,
+        }
+    }
+}
+
+/// How a tool, resource or prompt body can fail.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    /// The tool ran and failed in a way the model should see and can act on; becomes an
+    /// `isError` result (2025-11-25 tools §Error Handling).
+    #[error("{0}")]
+    Execution(String),
+    /// The request's own parameters are wrong in a way only the body can tell (for example
+    /// a tampered `requestState`); becomes a -32602 protocol error.
+    #[error("{0}")]
+    InvalidParams(String),
+    /// Something broke on our side. The client gets an opaque -32603; the cause is logged.
+    #[error("internal failure")]
+    Internal(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+type ToolFn = dyn Fn(Map<String, Value>, RequestContext) -> BoxFuture<Result<Outcome<CallToolResult>, ToolError>>
+    + Send
+    + Sync;
+
+/// Behaviour hints published with a tool (2025-11-25 schema `ToolAnnotations`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolAnnotations {
+    pub read_only_hint: bool,
+    pub destructive_hint: bool,
+    pub idempotent_hint: bool,
+    pub open_world_hint: bool,
+}
+
+impl Default for ToolAnnotations {
+    /// Every tool this product ships only reads a closed data set.
+    fn default() -> Self {
+        Self {
+            read_only_hint: true,
+            destructive_hint: false,
+            idempotent_hint: true,
+            open_world_hint: false,
+        }
+    }
+}
+
+/// A tool definition before registration.
+pub struct ToolDef {
+    name: String,
+    title: Option<String>,
+    description: String,
+    input_schema: Value,
+    output_schema: Option<Value>,
+    annotations: ToolAnnotations,
+    required_scopes: Vec<String>,
+    required_client_capabilities: Vec<String>,
+    handler: Arc<ToolFn>,
+}
+
+impl ToolDef {
+    /// A tool with its name, description, input JSON Schema and async body.
+    pub fn new<F, Fut>(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        input_schema: Value,
+        handler: F,
+    ) -> Self
+    where
+        F: Fn(Map<String, Value>, RequestContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Outcome<CallToolResult>, ToolError>> + Send + 'static,
+    {
+        Self {
+            name: name.into(),
+            title: None,
+            description: description.into(),
+            input_schema,
+            output_schema: None,
+            annotations: ToolAnnotations::default(),
+            required_scopes: Vec::new(),
+            required_client_capabilities: Vec::new(),
+            handler: Arc::new(move |args, ctx| Box::pin(handler(args, ctx))),
+        }
+    }
+
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// The JSON Schema every `structuredContent` of this tool conforms to.
+    pub fn output_schema(mut self, schema: Value) -> Self {
+        self.output_schema = Some(schema);
+        self
+    }
+
+    pub fn annotations(mut self, annotations: ToolAnnotations) -> Self {
+        self.annotations = annotations;
+        self
+    }
+
+    /// OAuth scopes a caller must hold to call this tool.
+    pub fn scopes<I, S>(mut self, scopes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.required_scopes = scopes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// A client capability (e.g. `sampling`) this tool cannot run without.
+    pub fn requires_client_capability(mut self, capability: impl Into<String>) -> Self {
+        self.required_client_capabilities.push(capability.into());
+        self
+    }
+}
+
+/// A registered tool: its definition plus compiled schema validators.
+pub struct Tool {
+    def: ToolDef,
+    input_validator: jsonschema::Validator,
+    output_validator: Option<jsonschema::Validator>,
+    listing: Value,
+}
+
+impl fmt::Debug for Tool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tool")
+            .field("name", &self.def.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Tool {
+    pub fn name(&self) -> &str {
+        &self.def.name
+    }
+
+    pub fn required_scopes(&self) -> &[String] {
+        &self.def.required_scopes
+    }
+
+    pub fn required_client_capabilities(&self) -> &[String] {
+        &self.def.required_client_capabilities
+    }
+
+    /// The entry `tools/list` publishes for this tool.
+    pub fn listing(&self) -> &Value {
+        &self.listing
+    }
+
+    /// Validates arguments against the input schema.
+    ///
+    /// # Errors
+    ///
+    /// Returns up to five messages naming where and why the arguments do not match.
+    pub fn validate_arguments(&self, args: &Value) -> Result<(), Vec<String>> {
+        let errors: Vec<String> = self
+            .input_validator
+            .iter_errors(args)
+            .take(5)
+            .map(|e| {
+                let path = e.instance_path().to_string();
+                if path.is_empty() {
+                    e.to_string()
+                } else {
+                    format!("{path}: {e}")
+                }
+            })
+            .collect();
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors)
+        }
+    }
+
+    /// Returns true if and only if `structured` conforms to the declared output schema (or
+    /// no output schema was declared).
+    pub fn output_conforms(&self, structured: Option<&Value>) -> bool {
+        match (&self.output_validator, structured) {
+            (None, _) => true,
+            (Some(v), Some(value)) => v.is_valid(value),
+            (Some(_), None) => false,
+        }
+    }
+
+    /// Runs the tool body.
+    pub fn call(
+        &self,
+        args: Map<String, Value>,
+        ctx: RequestContext,
+    ) -> BoxFuture<Result<Outcome<CallToolResult>, ToolError>> {
+        (self.def.handler)(args, ctx)
+    }
+}
+
+/// Why a tool could not be registered. Registration happens at init, so these fail the
+/// cold start loudly instead of surfacing per request.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    #[error("tool name {0:?} must be 1-64 characters of [A-Za-z0-9_.-]")]
+    BadName(String),
+    #[error("tool {0:?} is registered twice")]
+    Duplicate(String),
+    #[error("the {which} schema of tool {tool:?} must be a JSON object with \"type\": \"object\"")]
+    NotAnObjectSchema { tool: String, which: &'static str },
+    #[error("the {which} schema of tool {tool:?} is not a valid JSON Schema: {message}")]
+    InvalidSchema {
+        tool: String,
+        which: &'static str,
+        message: String,
+    },
+}
+
+/// The tool registry. Order of registration is the order of `tools/list`, which makes the
+/// listing deterministic (2026-07-28 tools §Listing Tools: "SHOULD return tools in a
+/// deterministic order").
+#[derive(Debug, Default)]
+pub struct Tools {
+    tools: Vec<Tool>,
+}
+
+impl Tools {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a tool.
+    ///
+    /// An input schema without `additionalProperties` gets `additionalProperties: false`,
+    /// so unknown argument fields are rejected rather than silently ignored.
+    ///
+    /// # Errors
+    ///
+    /// Fails on a bad or duplicate name, or a schema that is not an object schema or does
+    /// not compile.
+    pub fn register(&mut self, mut def: ToolDef) -> Result<&mut Self, RegistryError> {
+        // SEP-986 allows 1-128 chars; conformance builds disagree on the upper bound, so we
+        // keep to the intersection (1-64 of [A-Za-z0-9_.-]).
+        let name_ok = (1..=64).contains(&def.name.len())
+            && def
+                .name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+        if !name_ok {
+            return Err(RegistryError::BadName(def.name));
+        }
+        if self.get(&def.name).is_some() {
+            return Err(RegistryError::Duplicate(def.name));
+        }
+        let Some(input) = def.input_schema.as_object_mut() else {
+            return Err(RegistryError::NotAnObjectSchema {
+                tool: def.name,
+                which: "input",
+            });
+        };
+        if input.get("type") != Some(&Value::from("object")) {
+            return Err(RegistryError::NotAnObjectSchema {
+                tool: def.name,
+                which: "input",
+            });
+        }
+        input
+            .entry("additionalProperties")
+            .or_insert(Value::Bool(false));
+        let input_validator = compile(&def.name, "input", &def.input_schema)?;
+        let output_validator = match &def.output_schema {
+            Some(schema) => Some(compile(&def.name, "output", schema)?),
+            None => None,
+        };
+        let mut listing = json!({
+            "name": def.name,
+            "description": def.description,
+            "inputSchema": def.input_schema,
+            "annotations": def.annotations,
+        });
+        if let Some(title) = &def.title {
+            listing["title"] = json!(title);
+        }
+        if let Some(schema) = &def.output_schema {
+            listing["outputSchema"] = schema.clone();
+        }
+        self.tools.push(Tool {
+            def,
+            input_validator,
+            output_validator,
+            listing,
+        });
+        Ok(self)
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Tool> {
+        self.tools.iter().find(|t| t.def.name == name)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Tool> {
+        self.tools.iter()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+}
+
+fn compile(
+    tool: &str,
+    which: &'static str,
+    schema: &Value,
+) -> Result<jsonschema::Validator, RegistryError> {
+    jsonschema::validator_for(schema).map_err(|e| RegistryError::InvalidSchema {
+        tool: tool.to_owned(),
+        which,
+        message: e.to_string(),
+    })
+}
+
+/// Resources a server exposes (2025-11-25 server/resources).
+pub trait Resources: Send + Sync {
+    /// Direct resources for `resources/list`.
+    fn list(&self) -> Vec<Value>;
+
+    /// Templates for `resources/templates/list`.
+    fn templates(&self) -> Vec<Value> {
+        Vec::new()
+    }
+
+    /// Reads one resource: `Ok(None)` when the URI names nothing we have.
+    fn read(
+        &self,
+        uri: String,
+        ctx: RequestContext,
+    ) -> BoxFuture<Result<Option<Outcome<Vec<Value>>>, ToolError>>;
+}
+
+/// Prompts a server exposes (2025-11-25 server/prompts).
+pub trait Prompts: Send + Sync {
+    fn list(&self) -> Vec<Value>;
+
+    /// Renders one prompt (a `GetPromptResult` body): `Ok(None)` for an unknown name.
+    fn get(
+        &self,
+        name: &str,
+        arguments: &Map<String, Value>,
+        ctx: &RequestContext,
+    ) -> Result<Option<Outcome<Value>>, ToolError>;
+}
+
+/// Argument completion (2025-11-25 server/utilities/completion).
+pub trait Completions: Send + Sync {
+    /// Suggested values for `argument` of the prompt or template `reference`.
+    fn complete(&self, reference: &Value, argument: &Value) -> Vec<String>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn noop(name: &str, schema: Value) -> ToolDef {
+        ToolDef::new(name, "does nothing", schema, |_, _| async {
+            Ok(Outcome::Complete(CallToolResult::text("ok")))
+        })
+    }
+
+    #[test]
+    fn names_outside_the_safe_alphabet_are_refused() {
+        for bad in ["", "has space", "slash/name", "é", &"x".repeat(65)] {
+            let err = Tools::new()
+                .register(noop(bad, json!({"type": "object"})))
+                .map(|_| ())
+                .expect_err("must refuse");
+            assert!(matches!(err, RegistryError::BadName(_)), "{bad:?}: {err}");
+        }
+        Tools::new()
+            .register(noop("a.b-c_D9", json!({"type": "object"})))
+            .expect("valid name");
+    }
+
+    #[test]
+    fn duplicates_and_non_object_schemas_are_refused() {
+        let mut tools = Tools::new();
+        tools
+            .register(noop("t", json!({"type": "object"})))
+            .unwrap();
+        assert!(matches!(
+            tools.register(noop("t", json!({"type": "object"}))),
+            Err(RegistryError::Duplicate(_))
+        ));
+        assert!(matches!(
+            tools.register(noop("u", json!({"type": "string"}))),
+            Err(RegistryError::NotAnObjectSchema { .. })
+        ));
+        assert!(matches!(
+            tools.register(noop(
+                "v",
+                json!({"type": "object", "properties": {"a": {"type": 5}}})
+            )),
+            Err(RegistryError::InvalidSchema { .. })
+        ));
+    }
+
+    #[test]
+    fn unknown_argument_fields_are_rejected_by_default() {
+        let mut tools = Tools::new();
+        tools
+            .register(noop(
+                "t",
+                json!({"type": "object", "properties": {"a": {"type": "integer"}}}),
+            ))
+            .unwrap();
+        let tool = tools.get("t").unwrap();
+        assert_eq!(tool.validate_arguments(&json!({"a": 1})), Ok(()));
+        let errors = tool
+            .validate_arguments(&json!({"a": 1, "b": 2}))
+            .unwrap_err();
+        assert!(errors[0].contains("b"), "{errors:?}");
+        let errors = tool.validate_arguments(&json!({"a": "x"})).unwrap_err();
+        assert!(errors[0].starts_with("/a"), "{errors:?}");
+        assert_eq!(
+            tool.listing()["inputSchema"]["additionalProperties"],
+            json!(false)
+        );
+        assert_eq!(tool.listing()["annotations"]["readOnlyHint"], json!(true));
+    }
+}

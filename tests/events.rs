@@ -1,0 +1,124 @@
+//! The sample events in `events/` are the ones `cargo lambda invoke --data-file` sends; here
+//! they go through the handler exactly as the runtime would deliver them.
+
+use lambda_http::request::from_str;
+use serde_json::json;
+
+use crate::helpers::{Answer, decode, fixture_app, production_app};
+
+async fn invoke(event: &str) -> Answer {
+    let req = from_str(event).expect("event parses as an API Gateway v2 request");
+    decode(fixture_app().handle(req).await)
+}
+
+#[tokio::test]
+async fn initialize_event_negotiates_the_requested_version() {
+    let a = invoke(include_str!("../events/initialize.json")).await;
+    assert_eq!(a.status, 200, "{a:?}");
+    assert_eq!(a.body["id"], json!(0));
+    assert_eq!(a.result()["protocolVersion"], "2025-11-25");
+    assert_eq!(a.result()["serverInfo"]["name"], "mcp-conformance-fixture");
+    assert!(
+        a.header("mcp-session-id").is_none(),
+        "a stateless server never mints sessions"
+    );
+}
+
+#[tokio::test]
+async fn notification_event_is_accepted_with_an_empty_body() {
+    let a = invoke(include_str!("../events/notification_initialized.json")).await;
+    assert_eq!(a.status, 202);
+    assert!(a.raw.is_empty(), "{a:?}");
+}
+
+#[tokio::test]
+async fn tools_list_event_lists_the_fixture_tools_in_order() {
+    let a = invoke(include_str!("../events/tools_list.json")).await;
+    assert_eq!(a.status, 200);
+    let names: Vec<&str> = a.result()["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names[..2], ["test_simple_text", "test_image_content"]);
+}
+
+#[tokio::test]
+async fn tools_call_events_answer_in_both_eras() {
+    let a = invoke(include_str!("../events/tools_call.json")).await;
+    assert_eq!(
+        a.body,
+        json!({"jsonrpc": "2.0", "id": 2, "result": {
+            "content": [{"type": "text", "text": "This is a simple text response for testing."}]
+        }})
+    );
+    let a = invoke(include_str!("../events/tools_call_modern.json")).await;
+    assert_eq!(a.status, 200, "{a:?}");
+    assert_eq!(a.result()["resultType"], "complete");
+    assert_eq!(
+        a.result()["content"][0]["text"],
+        "This is a simple text response for testing."
+    );
+    assert_eq!(
+        a.result()["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "mcp-conformance-fixture"
+    );
+}
+
+#[tokio::test]
+async fn server_discover_event_lists_every_supported_version() {
+    let a = invoke(include_str!("../events/server_discover.json")).await;
+    assert_eq!(a.status, 200, "{a:?}");
+    assert_eq!(a.body["id"], "discover-1");
+    assert_eq!(
+        a.result()["supportedVersions"],
+        json!(["2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"])
+    );
+    assert_eq!(a.result()["cacheScope"], "private");
+    assert!(a.result()["ttlMs"].is_u64());
+}
+
+#[tokio::test]
+async fn get_event_is_method_not_allowed() {
+    let a = invoke(include_str!("../events/get.json")).await;
+    a.assert_error(405, -32600);
+    assert_eq!(a.header("allow"), Some("POST"));
+}
+
+#[tokio::test]
+async fn malformed_body_event_is_a_parse_error() {
+    let a = invoke(include_str!("../events/malformed_body.json")).await;
+    a.assert_error(400, -32700);
+    assert_eq!(a.body["id"], json!(null));
+}
+
+#[tokio::test]
+async fn wrong_origin_event_is_forbidden() {
+    let a = invoke(include_str!("../events/wrong_origin.json")).await;
+    let message = a.assert_error(403, -32600);
+    assert!(message.contains("Origin"), "{message}");
+}
+
+#[tokio::test]
+async fn batch_event_answers_requests_and_skips_notifications() {
+    let a = invoke(include_str!("../events/batch_2025_03_26.json")).await;
+    assert_eq!(a.status, 200, "{a:?}");
+    let replies = a.body.as_array().expect("a batch answer is an array");
+    assert_eq!(replies.len(), 2);
+    assert_eq!(replies[0], json!({"jsonrpc": "2.0", "id": 6, "result": {}}));
+    assert_eq!(replies[1]["id"], 7);
+}
+
+#[tokio::test]
+async fn production_function_answers_the_same_events_without_fixtures() {
+    let req = from_str(include_str!("../events/tools_call.json")).unwrap();
+    let a = decode(production_app().handle(req).await);
+    let message = a.assert_error(200, -32602);
+    assert_eq!(message, "Invalid params: Unknown tool: test_simple_text");
+    let req = from_str(include_str!("../events/initialize.json")).unwrap();
+    let a = decode(production_app().handle(req).await);
+    assert_eq!(a.result()["serverInfo"]["name"], "event-store-mcp");
+    assert!(a.result()["capabilities"].get("resources").is_none());
+    assert!(a.result()["capabilities"].get("logging").is_none());
+}

@@ -1,0 +1,12 @@
+//! End-to-end tests of the endpoint: API Gateway events and hand-built HTTP requests
+//! through the same `App::handle` the Lambda runtime calls. One binary, modules by topic.
+
+// Test helpers may panic: a panic is how a test reports a broken precondition.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod events;
+mod handshake;
+mod helpers;
+mod http_layer;
+mod stateless;
+mod tools;

@@ -1,0 +1,152 @@
+//! Tool calls through the registry: argument validation, errors, output schemas.
+
+use mcp::{App, Config};
+use mcp_protocol::{CallToolResult, Outcome, Server, ToolDef, ToolError, Tools};
+use serde_json::{Value, json};
+
+use crate::helpers::{fixture_app, legacy, modern};
+
+#[derive(Debug)]
+struct Broken;
+
+impl std::fmt::Display for Broken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("connection to 10.0.0.5:5432 refused; SELECT secret FROM t")
+    }
+}
+
+impl std::error::Error for Broken {}
+
+fn app_with_test_tools() -> App {
+    let mut tools = Tools::new();
+    tools
+        .register(ToolDef::new(
+            "echo",
+            "Echoes its text",
+            json!({
+                "type": "object",
+                "properties": {"text": {"type": "string", "maxLength": 10}, "times": {"type": "integer", "minimum": 1}},
+                "required": ["text"]
+            }),
+            |args, _| async move {
+                let text = args["text"].as_str().unwrap_or_default().to_owned();
+                Ok(Outcome::Complete(CallToolResult::structured(json!({"text": text}))))
+            },
+        )
+        .output_schema(json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]})))
+        .unwrap()
+        .register(
+            ToolDef::new("liar", "Breaks its output schema", json!({"type": "object"}), |_, _| async {
+                Ok(Outcome::Complete(CallToolResult::structured(json!({"count": "many"}))))
+            })
+            .output_schema(json!({"type": "object", "properties": {"count": {"type": "integer"}}})),
+        )
+        .unwrap()
+        .register(ToolDef::new("broken", "Fails inside", json!({"type": "object"}), |_, _| async {
+            Err(ToolError::Internal(Box::new(Broken)))
+        }))
+        .unwrap();
+    App::new(
+        Config::default(),
+        Server::builder("t", "0").tools(tools).build(),
+    )
+}
+
+async fn call(app: &App, name: &str, arguments: Option<Value>) -> crate::helpers::Answer {
+    let mut params = json!({"name": name});
+    if let Some(args) = arguments {
+        params["arguments"] = args;
+    }
+    legacy(app, "2025-11-25", "tools/call", params).await
+}
+
+#[tokio::test]
+async fn valid_arguments_run_the_tool_and_structured_content_is_mirrored_as_text() {
+    let a = call(&app_with_test_tools(), "echo", Some(json!({"text": "hi"}))).await;
+    assert_eq!(
+        a.result(),
+        &json!({"content": [{"type": "text", "text": "{\"text\":\"hi\"}"}], "structuredContent": {"text": "hi"}})
+    );
+}
+
+#[tokio::test]
+async fn invalid_arguments_are_is_error_results_naming_the_problem() {
+    let app = app_with_test_tools();
+    for (args, needle) in [
+        (json!({}), "text"),
+        (json!({"text": 5}), "/text"),
+        (json!({"text": "far too long text"}), "/text"),
+        (json!({"text": "a", "times": 0}), "/times"),
+        (json!({"text": "a", "extra": true}), "extra"),
+        (json!({"text": "a'; DROP TABLE events; --"}), "/text"),
+    ] {
+        let a = call(&app, "echo", Some(args.clone())).await;
+        assert_eq!(a.status, 200);
+        assert_eq!(a.result()["isError"], true, "{args}");
+        let text = a.result()["content"][0]["text"].as_str().unwrap();
+        assert!(
+            text.starts_with("Invalid arguments for tool echo"),
+            "{text}"
+        );
+        assert!(text.contains(needle), "{args}: {text}");
+    }
+}
+
+#[tokio::test]
+async fn missing_arguments_mean_an_empty_object() {
+    let a = call(&fixture_app(), "test_simple_text", None).await;
+    assert_eq!(
+        a.result()["content"][0]["text"],
+        "This is a simple text response for testing."
+    );
+    let a = call(&app_with_test_tools(), "echo", None).await;
+    assert_eq!(a.result()["isError"], true);
+}
+
+#[tokio::test]
+async fn arguments_that_are_not_an_object_and_unknown_tools_are_protocol_errors() {
+    let app = app_with_test_tools();
+    let a = call(&app, "echo", Some(json!([1]))).await;
+    a.assert_error(200, -32602);
+    let a = call(&app, "nope", Some(json!({}))).await;
+    assert_eq!(
+        a.assert_error(200, -32602),
+        "Invalid params: Unknown tool: nope"
+    );
+}
+
+#[tokio::test]
+async fn internal_failures_and_schema_violations_leak_nothing() {
+    let app = app_with_test_tools();
+    for tool in ["broken", "liar"] {
+        let a = call(&app, tool, None).await;
+        assert_eq!(a.assert_error(500, -32603), "Internal error");
+        let raw = String::from_utf8_lossy(&a.raw);
+        assert!(
+            !raw.contains("10.0.0.5") && !raw.contains("SELECT"),
+            "{raw}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn tool_errors_the_model_can_act_on_are_results() {
+    let a = call(&fixture_app(), "test_error_handling", None).await;
+    assert_eq!(
+        a.result(),
+        &json!({"isError": true, "content": [{"type": "text", "text": "This tool intentionally returns an error for testing"}]})
+    );
+}
+
+#[tokio::test]
+async fn tools_list_is_deterministic_and_annotated_read_only() {
+    let app = fixture_app();
+    let first = modern(&app, "tools/list", json!({})).await;
+    let second = modern(&app, "tools/list", json!({})).await;
+    assert_eq!(first.result()["tools"], second.result()["tools"]);
+    for tool in first.result()["tools"].as_array().unwrap() {
+        assert_eq!(tool["annotations"]["readOnlyHint"], true, "{tool}");
+        assert_eq!(tool["annotations"]["openWorldHint"], false, "{tool}");
+        assert!(tool["description"].is_string(), "{tool}");
+    }
+}

@@ -93,6 +93,22 @@ async fn missing_meta_fields_are_400_invalid_params_with_the_request_id() {
         a.assert_error(400, -32602);
         assert_eq!(a.body["id"], 7, "{params}");
     }
+    // Unknown _meta keys are ignored, as are unknown capability fields.
+    let mut extra = modern_meta();
+    extra["com.example/trace"] = json!({"id": 1});
+    extra["io.modelcontextprotocol/clientCapabilities"] = json!({"com.example/new": {}});
+    let a = send(
+        &app,
+        post_json(
+            &body("server/discover", json!({"_meta": extra})),
+            &[
+                ("mcp-protocol-version", MODERN),
+                ("mcp-method", "server/discover"),
+            ],
+        ),
+    )
+    .await;
+    assert_eq!(a.status, 200, "{a:?}");
     // clientInfo is only a SHOULD: servers must not require it.
     let a = send(
         &app,

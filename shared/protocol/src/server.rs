@@ -105,33 +105,27 @@ impl Default for CacheHints {
 
 /// Builds a [`Server`].
 pub struct ServerBuilder {
-    info: ServerInfo,
-    tools: Tools,
-    resources: Option<Arc<dyn Resources>>,
-    prompts: Option<Arc<dyn Prompts>>,
-    completions: Option<Arc<dyn Completions>>,
-    logging: bool,
-    cache: CacheHints,
+    server: Server,
 }
 
 impl ServerBuilder {
     pub fn tools(mut self, tools: Tools) -> Self {
-        self.tools = tools;
+        self.server.tools = tools;
         self
     }
 
     pub fn resources(mut self, resources: Arc<dyn Resources>) -> Self {
-        self.resources = Some(resources);
+        self.server.resources = Some(resources);
         self
     }
 
     pub fn prompts(mut self, prompts: Arc<dyn Prompts>) -> Self {
-        self.prompts = Some(prompts);
+        self.server.prompts = Some(prompts);
         self
     }
 
     pub fn completions(mut self, completions: Arc<dyn Completions>) -> Self {
-        self.completions = Some(completions);
+        self.server.completions = Some(completions);
         self
     }
 
@@ -139,35 +133,27 @@ impl ServerBuilder {
     /// stateless server can accept a level but has no stream to log on, so production
     /// leaves this off.
     pub fn logging(mut self, on: bool) -> Self {
-        self.logging = on;
+        self.server.logging = on;
         self
     }
 
     pub fn instructions(mut self, text: impl Into<String>) -> Self {
-        self.info.instructions = Some(text.into());
+        self.server.info.instructions = Some(text.into());
         self
     }
 
     pub fn title(mut self, text: impl Into<String>) -> Self {
-        self.info.title = Some(text.into());
+        self.server.info.title = Some(text.into());
         self
     }
 
     pub fn cache_hints(mut self, cache: CacheHints) -> Self {
-        self.cache = cache;
+        self.server.cache = cache;
         self
     }
 
     pub fn build(self) -> Server {
-        Server {
-            info: self.info,
-            tools: self.tools,
-            resources: self.resources,
-            prompts: self.prompts,
-            completions: self.completions,
-            logging: self.logging,
-            cache: self.cache,
-        }
+        self.server
     }
 }
 
@@ -182,32 +168,23 @@ pub struct Server {
     cache: CacheHints,
 }
 
-/// How a request was classified: which revision, and whether it is the stateless era.
-struct Era {
-    version: ProtocolVersion,
-}
-
-impl Era {
-    fn stateless(&self) -> bool {
-        self.version.is_stateless()
-    }
-}
-
 impl Server {
     pub fn builder(name: impl Into<String>, version: impl Into<String>) -> ServerBuilder {
         ServerBuilder {
-            info: ServerInfo {
-                name: name.into(),
-                version: version.into(),
-                title: None,
-                instructions: None,
+            server: Server {
+                info: ServerInfo {
+                    name: name.into(),
+                    version: version.into(),
+                    title: None,
+                    instructions: None,
+                },
+                tools: Tools::new(),
+                resources: None,
+                prompts: None,
+                completions: None,
+                logging: false,
+                cache: CacheHints::default(),
             },
-            tools: Tools::new(),
-            resources: None,
-            prompts: None,
-            completions: None,
-            logging: false,
-            cache: CacheHints::default(),
         }
     }
 
@@ -263,20 +240,23 @@ impl Server {
                 return error_reply(err, readable_id.as_ref(), assumed, method_name);
             }
         };
-        let era = Era { version };
 
         if let Value::Array(items) = &value {
-            return self.handle_batch(items, &era, &incoming).await;
+            return self.handle_batch(items, version, &incoming).await;
         }
 
-        match self.handle_message(&value, &era, &incoming, false).await {
+        match self.handle_message(&value, version, &incoming, false).await {
             Handled::Accepted => reply(202, None, version, method_name),
             Handled::Answer { status, body } => reply(status, Some(body), version, method_name),
         }
     }
 
-    async fn handle_batch(&self, items: &[Value], era: &Era, incoming: &Incoming<'_>) -> Reply {
-        let version = era.version;
+    async fn handle_batch(
+        &self,
+        items: &[Value],
+        version: ProtocolVersion,
+        incoming: &Incoming<'_>,
+    ) -> Reply {
         let reject = |msg: String| {
             let err = RpcError::InvalidRequest(msg);
             Reply {
@@ -314,7 +294,7 @@ impl Server {
         let mut responses = Vec::new();
         for item in items {
             if let Handled::Answer { body, .. } =
-                self.handle_message(item, era, incoming, true).await
+                self.handle_message(item, version, incoming, true).await
             {
                 responses.push(body);
             }
@@ -338,11 +318,10 @@ impl Server {
     async fn handle_message(
         &self,
         value: &Value,
-        era: &Era,
+        version: ProtocolVersion,
         incoming: &Incoming<'_>,
         in_batch: bool,
     ) -> Handled {
-        let version = era.version;
         let message = match jsonrpc::parse_envelope(value) {
             Ok(m) => m,
             Err(EnvelopeError { id, reason }) => {
@@ -361,7 +340,7 @@ impl Server {
             // response with, and cancellation has nothing to cancel; both are accepted and
             // forgotten.
             Message::Notification { .. } => return Handled::Accepted,
-            Message::Response if era.stateless() => {
+            Message::Response if version.is_stateless() => {
                 let err = RpcError::InvalidRequest(
                     "clients must not send JSON-RPC responses in protocol version 2026-07-28"
                         .into(),
@@ -378,7 +357,7 @@ impl Server {
                 return Handled::error(err, Some(&id), version);
             }
         };
-        let result = if era.stateless() {
+        let result = if version.is_stateless() {
             self.dispatch_stateless(&method, params, incoming).await
         } else {
             self.dispatch_handshake(&method, params, version, incoming, in_batch)

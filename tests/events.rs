@@ -111,14 +111,16 @@ async fn batch_event_answers_requests_and_skips_notifications() {
 }
 
 #[tokio::test]
-async fn production_function_answers_the_same_events_without_fixtures() {
-    let req = from_str(include_str!("../events/tools_call.json")).unwrap();
-    let a = decode(production_app().handle(req).await);
-    let message = a.assert_error(200, -32602);
-    assert_eq!(message, "Invalid params: Unknown tool: test_simple_text");
-    let req = from_str(include_str!("../events/initialize.json")).unwrap();
-    let a = decode(production_app().handle(req).await);
-    assert_eq!(a.result()["serverInfo"]["name"], "event-store-mcp");
-    assert!(a.result()["capabilities"].get("resources").is_none());
-    assert!(a.result()["capabilities"].get("logging").is_none());
+async fn the_production_function_without_auth_configuration_refuses_every_event() {
+    for event in [
+        include_str!("../events/initialize.json"),
+        include_str!("../events/tools_list.json"),
+        include_str!("../events/server_discover.json"),
+        include_str!("../events/notification_initialized.json"),
+    ] {
+        let a = decode(production_app().handle(from_str(event).unwrap()).await);
+        let message = a.assert_error(401, -32600);
+        assert!(message.contains("not configured"), "{message}");
+        assert_eq!(a.header("www-authenticate"), Some("Bearer"));
+    }
 }

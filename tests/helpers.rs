@@ -1,13 +1,22 @@
 use http::header::HeaderName;
 use lambda_http::{Body, Request, Response};
+use mcp::config::AuthSetting;
 use mcp::{App, Config};
 use serde_json::{Value, json};
 
 pub(crate) const MODERN: &str = "2026-07-28";
 
+/// The conformance fixture build as it runs in the suite: auth off.
+pub(crate) fn fixture_config() -> Config {
+    Config {
+        auth: AuthSetting::Off,
+        ..Config::default()
+    }
+}
+
 pub(crate) fn fixture_app() -> App {
     App::new(
-        Config::default(),
+        fixture_config(),
         conformance::fixture_server().expect("fixtures register"),
     )
 }
@@ -131,4 +140,43 @@ pub(crate) async fn modern(app: &App, method: &str, mut params: Value) -> Answer
         headers.push(("mcp-name", name));
     }
     send(app, post_json(&body, &headers)).await
+}
+
+/// Everything the code under test logs, from every test in this binary (a global
+/// subscriber: per-thread subscribers miss events whose callsites another thread cached).
+pub(crate) struct Logs(&'static std::sync::Mutex<Vec<u8>>);
+
+impl Logs {
+    pub(crate) fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Sink(&'static std::sync::Mutex<Vec<u8>>);
+
+impl std::io::Write for Sink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+pub(crate) fn captured_logs() -> Logs {
+    static BUFFER: std::sync::OnceLock<&'static std::sync::Mutex<Vec<u8>>> =
+        std::sync::OnceLock::new();
+    let buffer = *BUFFER.get_or_init(|| {
+        let buffer: &'static std::sync::Mutex<Vec<u8>> = Box::leak(Box::default());
+        let sink = Sink(buffer);
+        tracing_subscriber::fmt()
+            .json()
+            .with_writer(move || sink)
+            .with_max_level(tracing::Level::INFO)
+            .init();
+        buffer
+    });
+    Logs(buffer)
 }

@@ -4,6 +4,8 @@
 // Test helpers may panic: a panic is how a test reports a broken precondition.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod auth;
+mod authkit;
 mod events;
 mod handshake;
 mod helpers;

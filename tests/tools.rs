@@ -1,10 +1,10 @@
 //! Tool calls through the registry: argument validation, errors, output schemas.
 
-use mcp::{App, Config};
+use mcp::App;
 use mcp_protocol::{CallToolResult, Outcome, Server, ToolDef, ToolError, Tools};
 use serde_json::{Value, json};
 
-use crate::helpers::{fixture_app, legacy, modern};
+use crate::helpers::{fixture_app, fixture_config, legacy, modern};
 
 #[derive(Debug)]
 struct Broken;
@@ -47,7 +47,7 @@ fn app_with_test_tools() -> App {
         }))
         .unwrap();
     App::new(
-        Config::default(),
+        fixture_config(),
         Server::builder("t", "0").tools(tools).build(),
     )
 }

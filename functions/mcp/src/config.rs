@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
+use mcp_auth::AuthConfig;
 
 /// Everything the HTTP layer needs to know about its deployment.
 #[derive(Debug, Clone)]
@@ -18,6 +19,28 @@ pub struct Config {
     /// Time kept back from the invocation deadline to serialise and return the answer
     /// (`DEADLINE_MARGIN_MS`, default 500).
     pub deadline_margin: Duration,
+    /// How callers are authenticated.
+    pub auth: AuthSetting,
+    /// Authorization servers named in the protected resource metadata
+    /// (`AUTH_AUTHORIZATION_SERVERS`, default: the issuer).
+    pub authorization_servers: Vec<String>,
+    /// Where clients find the protected resource metadata
+    /// (`MCP_RESOURCE_METADATA_URL`, default: RFC 9728 path insertion into
+    /// `MCP_RESOURCE_URL`). Set it when a proxy or stage prefix changes what is routable.
+    pub resource_metadata_url: Option<String>,
+}
+
+/// How requests are authenticated.
+#[derive(Debug, Clone)]
+pub enum AuthSetting {
+    /// Verify bearer tokens.
+    Verify(Box<AuthConfig>),
+    /// Nothing configured: every request is refused with 401 (fail closed), never served
+    /// unauthenticated by accident.
+    Unconfigured,
+    /// `AUTH_MODE=off`: no authentication. Only the conformance fixture build accepts it;
+    /// the deployed function refuses to start with it.
+    Off,
 }
 
 /// Which `Origin` values are accepted. An absent `Origin` (every non-browser client) is
@@ -50,6 +73,9 @@ impl Default for Config {
             allowed_hosts: HostPolicy::Loopback,
             max_body_bytes: 1024 * 1024,
             deadline_margin: Duration::from_millis(500),
+            auth: AuthSetting::Unconfigured,
+            authorization_servers: Vec::new(),
+            resource_metadata_url: None,
         }
     }
 }
@@ -62,6 +88,20 @@ impl Config {
     /// Fails, naming the variable, when a value is malformed. Init errors stop the cold
     /// start loudly instead of serving with a setting silently ignored.
     pub fn from_env() -> anyhow::Result<Self> {
+        let config = Self::from_lookup(|name| std::env::var(name).ok())?;
+        if matches!(config.auth, AuthSetting::Off) {
+            bail!("AUTH_MODE=off is only accepted by the conformance fixture build");
+        }
+        Ok(config)
+    }
+
+    /// Like [`Config::from_env`], but honours `AUTH_MODE=off`. For the conformance fixture
+    /// build only.
+    ///
+    /// # Errors
+    ///
+    /// See [`Config::from_env`].
+    pub fn from_env_allowing_auth_off() -> anyhow::Result<Self> {
         Self::from_lookup(|name| std::env::var(name).ok())
     }
 
@@ -96,6 +136,25 @@ impl Config {
                 bail!("MAX_BODY_BYTES cannot exceed Lambda's 6 MiB payload limit");
             }
         }
+        config.auth = match get("AUTH_MODE").as_deref().map(str::trim) {
+            Some("off") => AuthSetting::Off,
+            None | Some("" | "jwt") => match AuthConfig::from_lookup(&get)? {
+                Some(auth) => AuthSetting::Verify(Box::new(auth)),
+                None => AuthSetting::Unconfigured,
+            },
+            Some(other) => bail!("AUTH_MODE must be \"jwt\" (default) or \"off\", got {other:?}"),
+        };
+        if let AuthSetting::Verify(auth) = &config.auth {
+            config.authorization_servers = match get("AUTH_AUTHORIZATION_SERVERS") {
+                Some(list) => list
+                    .split(',')
+                    .map(|s| s.trim().to_owned())
+                    .filter(|s| !s.is_empty())
+                    .collect(),
+                None => vec![auth.issuer.clone()],
+            };
+        }
+        config.resource_metadata_url = get("MCP_RESOURCE_METADATA_URL");
         if let Some(n) = get("DEADLINE_MARGIN_MS") {
             let ms: u64 = n
                 .parse()

@@ -6,6 +6,7 @@
 //! tests drive [`App::handle`] directly with the same API Gateway events `cargo lambda
 //! invoke` uses.
 
+mod auth;
 pub mod config;
 mod transport;
 
@@ -21,15 +22,24 @@ pub use config::Config;
 /// The function's state: built once per sandbox, shared by every invocation.
 #[derive(Clone)]
 pub struct App {
-    config: Arc<Config>,
-    server: Arc<Server>,
+    inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) config: Config,
+    pub(crate) server: Server,
+    pub(crate) auth: auth::Authenticator,
 }
 
 impl App {
     pub fn new(config: Config, server: Server) -> Self {
+        let auth = auth::Authenticator::new(&config, &server);
         Self {
-            config: Arc::new(config),
-            server: Arc::new(server),
+            inner: Arc::new(Inner {
+                config,
+                server,
+                auth,
+            }),
         }
     }
 
@@ -37,7 +47,7 @@ impl App {
     /// JSON-RPC error body.
     pub async fn handle(&self, req: Request) -> Response<Body> {
         let started = Instant::now();
-        let (response, method) = transport::handle(&self.config, &self.server, req).await;
+        let (response, method) = transport::handle(&self.inner, req).await;
         tracing::info!(
             http.status = response.status().as_u16(),
             rpc.method = method.as_deref().unwrap_or(""),

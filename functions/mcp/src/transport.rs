@@ -1,22 +1,51 @@
 //! Streamable HTTP, JSON responses only, no sessions.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use http::header::{ACCEPT, ALLOW, CONTENT_LENGTH, CONTENT_TYPE, HOST, ORIGIN};
+use http::header::{
+    ACCEPT, ACCESS_CONTROL_ALLOW_HEADERS, ACCESS_CONTROL_ALLOW_METHODS,
+    ACCESS_CONTROL_ALLOW_ORIGIN, ACCESS_CONTROL_EXPOSE_HEADERS, ACCESS_CONTROL_MAX_AGE, ALLOW,
+    CONTENT_LENGTH, CONTENT_TYPE, HOST, ORIGIN, RETRY_AFTER, VARY, WWW_AUTHENTICATE,
+};
 use http::{HeaderMap, HeaderValue, Method, StatusCode};
 use lambda_http::{Body, Request, RequestExt, Response};
-use mcp_protocol::{HeaderField, Incoming, Server};
+use mcp_auth::AuthError;
+use mcp_protocol::{HeaderField, Incoming};
 use serde_json::{Value, json};
 
+use crate::Inner;
 use crate::config::{Config, HostPolicy, OriginPolicy};
 
 /// Handles one request; also returns the JSON-RPC method for the access log.
-pub(crate) async fn handle(
-    config: &Config,
-    server: &Server,
-    req: Request,
-) -> (Response<Body>, Option<String>) {
-    if let Err(rejection) = guard(config, &req) {
+pub(crate) async fn handle(app: &Inner, req: Request) -> (Response<Body>, Option<String>) {
+    let config = &app.config;
+    let origin = match check_host_and_origin(config, req.headers()) {
+        Ok(origin) => origin,
+        Err(rejection) => return (rejection.into_response(), None),
+    };
+    let (mut response, method) = route(app, req).await;
+    if let Some(origin) = origin {
+        cors_headers(&mut response, &origin);
+    }
+    (response, method)
+}
+
+async fn route(app: &Inner, req: Request) -> (Response<Body>, Option<String>) {
+    let config = &app.config;
+    let path = req.uri().path();
+    let is_mcp = path == config.mcp_path;
+    let is_metadata = path == METADATA_PATH
+        || path
+            .strip_prefix(METADATA_PATH)
+            .is_some_and(|rest| rest == config.mcp_path);
+    if req.method() == Method::OPTIONS && (is_mcp || is_metadata) {
+        return (preflight(), None);
+    }
+    if is_metadata {
+        return (metadata(app, req.method()), None);
+    }
+    if let Err(rejection) = check_request(config, &req) {
         return (rejection.into_response(), None);
     }
     let deadline = req.lambda_context_ref().map(|ctx| {
@@ -28,6 +57,12 @@ pub(crate) async fn handle(
         )
     });
     let headers = req.headers();
+    // Authentication comes before the body is even parsed: nothing about the message is
+    // looked at on behalf of an unknown caller.
+    let caller = match app.auth.authenticate(headers, deadline).await {
+        Ok(caller) => caller,
+        Err(error) => return (auth_rejection(app, &error).into_response(), None),
+    };
     // `Body` derefs to its bytes (empty for `Body::Empty`); base64 events arrive decoded.
     let body: &[u8] = req.body();
     if body.len() > config.max_body_bytes {
@@ -42,20 +77,104 @@ pub(crate) async fn handle(
         mcp_method: header_field(headers, "mcp-method"),
         mcp_name: header_field(headers, "mcp-name"),
         deadline,
-        caller: Default::default(),
+        caller: Arc::new(caller),
     };
-    let reply = server.handle(incoming).await;
+    let reply = app.server.handle(incoming).await;
     let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let response = match reply.body {
+    let mut response = match reply.body {
         None => empty(status),
         Some(body) => json_response(status, &body),
     };
+    if let Some(scopes) = &reply.insufficient_scope
+        && let Ok(value) = HeaderValue::from_str(&app.auth.scope_challenge(scopes))
+    {
+        response.headers_mut().insert(WWW_AUTHENTICATE, value);
+    }
     (response, reply.method)
 }
 
-/// Everything decided from the request line and headers alone, before the body is read.
-fn guard(config: &Config, req: &Request) -> Result<(), Rejection> {
-    let headers = req.headers();
+const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
+
+/// RFC 9728 protected resource metadata, unauthenticated (clients read it to learn how
+/// to get a token). Served at the root form and the path-inserted form for the MCP path.
+fn metadata(app: &Inner, method: &Method) -> Response<Body> {
+    if method != Method::GET && method != Method::HEAD {
+        return Rejection::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "Method not allowed: the protected resource metadata is read with GET",
+        )
+        .with_header(ALLOW, HeaderValue::from_static("GET"))
+        .into_response();
+    }
+    match app.auth.metadata() {
+        Some(doc) => json_response(StatusCode::OK, doc),
+        None => Rejection::new(
+            StatusCode::NOT_FOUND,
+            "Not found: this server has no authorization configured",
+        )
+        .into_response(),
+    }
+}
+
+fn auth_rejection(app: &Inner, error: &AuthError) -> Rejection {
+    let (status, message) = match error {
+        AuthError::MalformedHeader => (StatusCode::BAD_REQUEST, format!("Bad request: {error}")),
+        // The server cannot decide without keys: a retryable server-side condition, not a
+        // verdict on the token.
+        AuthError::KeysUnavailable => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Service unavailable: the token issuer's keys cannot be fetched; retry shortly".into(),
+        ),
+        _ => (StatusCode::UNAUTHORIZED, format!("Unauthorized: {error}")),
+    };
+    let mut rejection = Rejection::new(status, message);
+    if status == StatusCode::SERVICE_UNAVAILABLE {
+        rejection = rejection.with_header(RETRY_AFTER, HeaderValue::from_static("5"));
+    } else if let Some(value) = app
+        .auth
+        .challenge(error)
+        .and_then(|c| HeaderValue::from_str(&c).ok())
+    {
+        rejection = rejection.with_header(WWW_AUTHENTICATE, value);
+    }
+    rejection
+}
+
+/// Headers browsers need to read our answers (the MCP headers and the auth challenge).
+fn cors_headers(response: &mut Response<Body>, origin: &HeaderValue) {
+    let headers = response.headers_mut();
+    headers.insert(ACCESS_CONTROL_ALLOW_ORIGIN, origin.clone());
+    headers.insert(
+        ACCESS_CONTROL_EXPOSE_HEADERS,
+        HeaderValue::from_static("WWW-Authenticate, Mcp-Protocol-Version, Mcp-Session-Id"),
+    );
+    headers.append(VARY, HeaderValue::from_static("Origin"));
+}
+
+/// CORS preflight: what a browser may send. Host and Origin were checked already.
+fn preflight() -> Response<Body> {
+    let mut response = empty(StatusCode::NO_CONTENT);
+    let headers = response.headers_mut();
+    headers.insert(
+        ACCESS_CONTROL_ALLOW_METHODS,
+        HeaderValue::from_static("POST, GET, OPTIONS"),
+    );
+    headers.insert(
+        ACCESS_CONTROL_ALLOW_HEADERS,
+        HeaderValue::from_static(
+            "Authorization, Content-Type, Accept, Mcp-Protocol-Version, Mcp-Method, Mcp-Name, Mcp-Session-Id, Last-Event-ID",
+        ),
+    );
+    headers.insert(ACCESS_CONTROL_MAX_AGE, HeaderValue::from_static("600"));
+    response
+}
+
+/// The DNS-rebinding and cross-origin guards, before anything else. Returns the request's
+/// `Origin` when it is present and allowed (it is echoed in CORS headers).
+fn check_host_and_origin(
+    config: &Config,
+    headers: &HeaderMap,
+) -> Result<Option<HeaderValue>, Rejection> {
     if !host_allowed(&config.allowed_hosts, headers) {
         return Err(Rejection::new(
             StatusCode::FORBIDDEN,
@@ -70,6 +189,12 @@ fn guard(config: &Config, req: &Request) -> Result<(), Rejection> {
             "Forbidden: requests from this Origin are not allowed",
         ));
     }
+    Ok(headers.get(ORIGIN).cloned())
+}
+
+/// Everything about an MCP POST decided from the request line and headers alone.
+fn check_request(config: &Config, req: &Request) -> Result<(), Rejection> {
+    let headers = req.headers();
     if req.uri().path() != config.mcp_path {
         return Err(Rejection::new(
             StatusCode::NOT_FOUND,
@@ -109,8 +234,6 @@ fn guard(config: &Config, req: &Request) -> Result<(), Rejection> {
     Ok(())
 }
 
-/// The instant by which the reply must be on its way: the invocation's deadline less the
-/// margin kept for serialising and returning it.
 /// The Lambda context gives wall-clock time; waits are measured on the monotonic clock, so
 /// the remaining time is converted once, here.
 fn invocation_deadline(

@@ -13,10 +13,22 @@ use crate::version::ProtocolVersion;
 pub struct Caller {
     /// The token's `sub`, if any.
     pub subject: Option<String>,
+    /// A non-reversible short hash of the subject, the only form logs carry.
+    pub subject_hash: Option<String>,
     /// The tenant the caller may read, if the deployment is multi-tenant.
     pub tenant: Option<String>,
     /// Granted OAuth scopes.
     pub scopes: Vec<String>,
+    /// Holds every scope. Only the conformance fixture build (auth off) sets this.
+    pub unrestricted: bool,
+}
+
+impl Caller {
+    /// Returns true if and only if the caller holds every scope in `required` (exact,
+    /// byte-wise comparison: `Admin` is not `admin`).
+    pub fn has_scopes(&self, required: &[String]) -> bool {
+        self.unrestricted || required.iter().all(|r| self.scopes.contains(r))
+    }
 }
 
 /// Per-request facts handed to every tool, resource and prompt body.

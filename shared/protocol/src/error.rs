@@ -46,6 +46,11 @@ pub enum RpcError {
     MissingClientCapability { required: Value },
     #[error("Unsupported protocol version")]
     UnsupportedProtocolVersion { requested: String },
+    /// The caller's token lacks scopes this call needs: HTTP 403 with an
+    /// `insufficient_scope` challenge naming `scopes` (2025-11-25 authorization §Runtime
+    /// Insufficient Scope Errors).
+    #[error("Forbidden: insufficient scope; this call needs {}", .scopes.join(" "))]
+    InsufficientScope { scopes: Vec<String> },
     #[error("Internal error")]
     Internal,
 }
@@ -77,6 +82,7 @@ impl RpcError {
                 code::UNSUPPORTED_PROTOCOL_VERSION,
                 Some(json!({ "supported": supported_versions(), "requested": requested })),
             ),
+            Self::InsufficientScope { .. } => (code::INVALID_REQUEST, None),
             Self::Internal => (code::INTERNAL_ERROR, None),
         };
         ErrorObject {
@@ -104,6 +110,7 @@ impl RpcError {
             | Self::UnsupportedProtocolVersion { .. } => 400,
             Self::MethodNotFound(_) if version.is_stateless() => 404,
             Self::MethodNotFound(_) | Self::InvalidParams(_) | Self::ResourceNotFound { .. } => 200,
+            Self::InsufficientScope { .. } => 403,
             Self::Internal => 500,
         }
     }
@@ -171,6 +178,15 @@ mod tests {
                 400,
                 -32022,
                 400,
+            ),
+            (
+                RpcError::InsufficientScope {
+                    scopes: vec!["a".into()],
+                },
+                -32600,
+                403,
+                -32600,
+                403,
             ),
             (RpcError::Internal, -32603, 500, -32603, 500),
         ];

@@ -21,7 +21,7 @@ pub mod version;
 pub use context::{Caller, RequestContext};
 pub use error::RpcError;
 pub use registry::{
-    BoxFuture, CallToolResult, Completions, InputRequired, Outcome, Prompts, RegistryError,
+    BoxFuture, CallToolResult, Completions, InputRequired, Outcome, Owner, Prompts, RegistryError,
     Resources, ToolAnnotations, ToolDef, ToolError, Tools,
 };
 pub use server::{CacheHints, HeaderField, Incoming, Reply, Server, ServerBuilder};

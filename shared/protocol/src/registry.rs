@@ -135,7 +135,15 @@ pub struct ToolDef {
     annotations: ToolAnnotations,
     required_scopes: Vec<String>,
     required_client_capabilities: Vec<String>,
+    owner_argument: Option<(String, Owner)>,
     handler: Arc<ToolFn>,
+}
+
+/// Which identity of the caller an owner argument must equal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Owner {
+    Subject,
+    Tenant,
 }
 
 impl ToolDef {
@@ -159,6 +167,7 @@ impl ToolDef {
             annotations: ToolAnnotations::default(),
             required_scopes: Vec::new(),
             required_client_capabilities: Vec::new(),
+            owner_argument: None,
             handler: Arc::new(move |args, ctx| Box::pin(handler(args, ctx))),
         }
     }
@@ -186,6 +195,15 @@ impl ToolDef {
         S: Into<String>,
     {
         self.required_scopes = scopes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Declares that argument `name` names an owner and must equal the caller's subject or
+    /// tenant. A mismatch is an `isError` "not permitted" result and the tool does not run;
+    /// an absent argument is filled in with the caller's own value (object-level
+    /// authorization, OWASP API1).
+    pub fn owner_argument(mut self, name: impl Into<String>, owner: Owner) -> Self {
+        self.owner_argument = Some((name.into(), owner));
         self
     }
 
@@ -223,6 +241,13 @@ impl Tool {
 
     pub fn required_client_capabilities(&self) -> &[String] {
         &self.def.required_client_capabilities
+    }
+
+    pub fn owner_argument(&self) -> Option<(&str, Owner)> {
+        self.def
+            .owner_argument
+            .as_ref()
+            .map(|(name, owner)| (name.as_str(), *owner))
     }
 
     /// The entry `tools/list` publishes for this tool.
@@ -381,6 +406,19 @@ impl Tools {
 
     pub fn is_empty(&self) -> bool {
         self.tools.is_empty()
+    }
+
+    /// Every scope any tool requires, sorted: the `scopes_supported` of the protected
+    /// resource metadata, and the challenge for calls the caller may not make.
+    pub fn all_scopes(&self) -> Vec<String> {
+        let mut scopes: Vec<String> = self
+            .tools
+            .iter()
+            .flat_map(|t| t.def.required_scopes.iter().cloned())
+            .collect();
+        scopes.sort();
+        scopes.dedup();
+        scopes
     }
 }
 

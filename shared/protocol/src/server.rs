@@ -16,7 +16,8 @@ use crate::context::{Caller, RequestContext};
 use crate::error::RpcError;
 use crate::jsonrpc::{self, EnvelopeError, Message, RequestId};
 use crate::registry::{
-    CallToolResult, Completions, InputRequired, Outcome, Prompts, Resources, ToolError, Tools,
+    CallToolResult, Completions, InputRequired, Outcome, Owner, Prompts, Resources, ToolError,
+    Tools,
 };
 use crate::version::{ProtocolVersion, supported_versions};
 
@@ -75,6 +76,9 @@ pub struct Reply {
     pub version: ProtocolVersion,
     /// The JSON-RPC method, when one was read (for logs).
     pub method: Option<String>,
+    /// Set when the call was refused for missing scopes: the scopes to name in the
+    /// `insufficient_scope` challenge.
+    pub insufficient_scope: Option<Vec<String>>,
 }
 
 /// The server's identity (`serverInfo` / `Implementation`).
@@ -200,6 +204,7 @@ impl Server {
             body,
             version,
             method,
+            insufficient_scope: None,
         };
         let error_reply = |err: RpcError, id: Option<&RequestId>, version, method| {
             let body = jsonrpc::failure(id, &err.to_object(version));
@@ -247,7 +252,14 @@ impl Server {
 
         match self.handle_message(&value, version, &incoming, false).await {
             Handled::Accepted => reply(202, None, version, method_name),
-            Handled::Answer { status, body } => reply(status, Some(body), version, method_name),
+            Handled::Answer {
+                status,
+                body,
+                challenge,
+            } => Reply {
+                insufficient_scope: challenge,
+                ..reply(status, Some(body), version, method_name)
+            },
         }
     }
 
@@ -264,6 +276,7 @@ impl Server {
                 body: Some(jsonrpc::failure(None, &err.to_object(version))),
                 version,
                 method: None,
+                insufficient_scope: None,
             }
         };
         if !version.allows_batches() {
@@ -305,6 +318,7 @@ impl Server {
                 body: None,
                 version,
                 method: None,
+                insufficient_scope: None,
             };
         }
         Reply {
@@ -312,6 +326,7 @@ impl Server {
             body: Some(Value::Array(responses)),
             version,
             method: None,
+            insufficient_scope: None,
         }
     }
 
@@ -367,6 +382,7 @@ impl Server {
             Ok(result) => Handled::Answer {
                 status: 200,
                 body: jsonrpc::success(&id, result),
+                challenge: None,
             },
             Err(err) => Handled::error(err, Some(&id), version),
         }
@@ -486,7 +502,14 @@ impl Server {
         match method {
             "tools/list" => {
                 no_cursor(&params)?;
-                let tools: Vec<&Value> = self.tools.iter().map(|t| t.listing()).collect();
+                // Only what the caller may call (2026-07-28 tools: the list "MAY vary by the
+                // authorization presented on the request").
+                let tools: Vec<&Value> = self
+                    .tools
+                    .iter()
+                    .filter(|t| ctx.caller.has_scopes(t.required_scopes()))
+                    .map(|t| t.listing())
+                    .collect();
                 Ok(json!({ "tools": tools }))
             }
             "tools/call" => self.call_tool(params, ctx).await,
@@ -566,7 +589,20 @@ impl Server {
         ctx: RequestContext,
     ) -> Result<Value, RpcError> {
         let p: CallToolParams = parse_params(params)?;
-        let Some(tool) = self.tools.get(&p.name) else {
+        let all_scopes = self.tools.all_scopes();
+        let permitted = self
+            .tools
+            .get(&p.name)
+            .filter(|t| ctx.caller.has_scopes(t.required_scopes()));
+        let Some(tool) = permitted else {
+            // A caller who may not see every tool gets the same answer for a tool that
+            // exists but is out of reach and for one that does not exist, so the error is
+            // no oracle for hidden tool names. The challenge names every scope the server
+            // defines: enough to step up to any tool.
+            if !ctx.caller.has_scopes(&all_scopes) {
+                tracing::info!(tool.name = %p.name, caller = ctx.caller.subject_hash.as_deref().unwrap_or("-"), "tool call refused: insufficient scope");
+                return Err(RpcError::InsufficientScope { scopes: all_scopes });
+            }
             // 2025-11-25 tools §Error Handling lists "Unknown tools" among protocol errors.
             return Err(RpcError::InvalidParams(format!("Unknown tool: {}", p.name)));
         };
@@ -583,7 +619,25 @@ impl Server {
             ))));
         }
         // A missing `arguments` is `{}` (it is optional in CallToolRequestParams).
-        let args = p.arguments.unwrap_or_default();
+        let mut args = p.arguments.unwrap_or_default();
+        if let Some((name, owner)) = tool.owner_argument() {
+            let own = match owner {
+                Owner::Subject => ctx.caller.subject.as_deref(),
+                Owner::Tenant => ctx.caller.tenant.as_deref(),
+            };
+            match (args.get(name), own) {
+                (None, Some(own)) => {
+                    args.insert(name.to_owned(), Value::from(own));
+                }
+                (Some(Value::String(given)), Some(own)) if given == own => {}
+                _ => {
+                    tracing::info!(tool.name = %p.name, caller = ctx.caller.subject_hash.as_deref().unwrap_or("-"), "tool call refused: not the owner");
+                    return Ok(to_value(&CallToolResult::error(format!(
+                        "Not permitted: {name} must be your own; omit it to use yours"
+                    ))));
+                }
+            }
+        }
         // Input validation failures are tool execution errors the model can correct
         // (2025-11-25 changelog, SEP-1303), not protocol errors.
         if let Err(errors) = tool.validate_arguments(&Value::Object(args.clone())) {
@@ -594,6 +648,7 @@ impl Server {
             ))));
         }
         let version = ctx.version;
+        tracing::info!(tool.name = %p.name, caller = ctx.caller.subject_hash.as_deref().unwrap_or("-"), "tool call");
         match tool.call(args, ctx).await {
             Ok(Outcome::Complete(result)) => {
                 if !result.is_error && !tool.output_conforms(result.structured_content.as_ref()) {
@@ -712,14 +767,23 @@ impl Server {
 
 enum Handled {
     Accepted,
-    Answer { status: u16, body: Value },
+    Answer {
+        status: u16,
+        body: Value,
+        challenge: Option<Vec<String>>,
+    },
 }
 
 impl Handled {
     fn error(err: RpcError, id: Option<&RequestId>, version: ProtocolVersion) -> Self {
+        let challenge = match &err {
+            RpcError::InsufficientScope { scopes } => Some(scopes.clone()),
+            _ => None,
+        };
         Self::Answer {
             status: err.http_status(version),
             body: jsonrpc::failure(id, &err.to_object(version)),
+            challenge,
         }
     }
 }

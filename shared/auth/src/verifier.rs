@@ -1,0 +1,205 @@
+//! Turning a bearer token into a principal.
+
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use jsonwebtoken::errors::ErrorKind;
+use jsonwebtoken::{Validation, decode, decode_header};
+use sha2::{Digest, Sha256};
+
+use crate::claims::{Claims, clean_identifier, scopes};
+use crate::config::AuthConfig;
+use crate::error::AuthError;
+use crate::json::has_unique_keys;
+use crate::source::KeySource;
+
+/// Who is calling, from a verified token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    pub subject: String,
+    pub tenant: Option<String>,
+    pub scopes: Vec<String>,
+}
+
+impl Principal {
+    /// A short, stable, non-reversible id for logs: the first 16 hex digits of
+    /// SHA-256(iss-independent subject). Logs never carry the subject itself.
+    pub fn subject_hash(&self) -> String {
+        hash_subject(&self.subject)
+    }
+}
+
+pub(crate) fn hash_subject(subject: &str) -> String {
+    let digest = Sha256::digest(subject.as_bytes());
+    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
+/// Verifies bearer tokens. Built once per sandbox; the key cache lives inside.
+pub struct Verifier {
+    config: AuthConfig,
+    keys: KeySource,
+}
+
+impl Verifier {
+    pub fn new(config: AuthConfig) -> Self {
+        let keys = KeySource::new(&config.keys, &config.issuer, &config.algorithms);
+        Self { config, keys }
+    }
+
+    pub fn config(&self) -> &AuthConfig {
+        &self.config
+    }
+
+    /// Verifies `token` and returns the caller.
+    ///
+    /// `deadline` bounds any key fetch this needs.
+    ///
+    /// # Errors
+    ///
+    /// Every reason a token is refused, as an [`AuthError`].
+    pub async fn verify(
+        &self,
+        token: &str,
+        deadline: Option<Instant>,
+    ) -> Result<Principal, AuthError> {
+        // Size first: nothing is decoded from an oversized token (RFC 8725 §3.4 spirit).
+        if token.len() > self.config.max_token_bytes {
+            return Err(AuthError::TooLarge);
+        }
+        let segments: Vec<&str> = token.split('.').collect();
+        let [header_b64, payload_b64, _signature] = segments[..] else {
+            return Err(AuthError::Malformed);
+        };
+        // Both JSON parts must be canonical base64url JSON without repeated keys: two
+        // parsers must never read two different claim sets from one token.
+        for part in [header_b64, payload_b64] {
+            let bytes = URL_SAFE_NO_PAD
+                .decode(part)
+                .map_err(|_| AuthError::Malformed)?;
+            if !has_unique_keys(&bytes) {
+                return Err(AuthError::Malformed);
+            }
+        }
+        // `alg` parses into a closed enum: "none" in any casing is a parse failure.
+        let header = decode_header(token).map_err(|_| AuthError::Malformed)?;
+        if !self.config.algorithms.contains(&header.alg) {
+            return Err(AuthError::AlgorithmNotAllowed);
+        }
+        if self.config.require_access_token_type {
+            let typ = header.typ.as_deref().unwrap_or("").to_ascii_lowercase();
+            if typ != "at+jwt" && typ != "application/at+jwt" {
+                return Err(AuthError::WrongType);
+            }
+        }
+        // The key comes from our JWKS by exact kid lookup, never from jku/x5u/jwk headers.
+        let kid = header
+            .kid
+            .as_deref()
+            .filter(|k| !k.is_empty())
+            .ok_or(AuthError::MissingKeyId)?;
+        if kid.len() > 256 {
+            return Err(AuthError::UnknownKey);
+        }
+        let key = self.keys.key(kid, deadline).await?;
+        // The algorithm must be one the key itself allows: RFC 8725 §3.1.
+        if !key.algorithms.contains(&header.alg) {
+            return Err(AuthError::AlgorithmNotAllowed);
+        }
+
+        let mut validation = Validation::new(header.alg);
+        validation.algorithms = vec![header.alg];
+        validation.leeway = self.config.leeway.as_secs();
+        validation.validate_exp = true;
+        // Off by default in jsonwebtoken: turn it on.
+        validation.validate_nbf = true;
+        validation.set_required_spec_claims(&["exp", "iss", "sub", "aud"]);
+        validation.set_issuer(&[&self.config.issuer]);
+        // The audience is compared below as a canonical URI (scheme/host case-insensitive),
+        // which the library's exact string match cannot do.
+        validation.validate_aud = false;
+
+        let claims = decode::<Claims>(token, &key.decoding, &validation)
+            .map_err(|e| map_error(e.kind()))?
+            .claims;
+
+        if claims.iss != self.config.issuer {
+            return Err(AuthError::WrongIssuer);
+        }
+        if !claims.aud.contains(&self.config.resource) {
+            return Err(AuthError::WrongAudience);
+        }
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        let leeway = self.config.leeway.as_secs();
+        let max_lifetime = self.config.max_lifetime.as_secs();
+        // `exp = u64::MAX` passes the library's checks: bound lifetimes ourselves.
+        if claims.exp.saturating_sub(now) > max_lifetime.saturating_add(leeway) {
+            return Err(AuthError::LifetimeTooLong);
+        }
+        if let Some(iat) = claims.iat {
+            if iat > now.saturating_add(leeway) {
+                return Err(AuthError::NotYetValid);
+            }
+            if claims.exp.saturating_sub(iat) > max_lifetime {
+                return Err(AuthError::LifetimeTooLong);
+            }
+        }
+        let subject = clean_identifier(&claims.sub)
+            .ok_or(AuthError::InvalidClaims)?
+            .to_owned();
+        let tenant = match &self.config.tenant_claim {
+            Some(name) => Some(
+                claims
+                    .other
+                    .get(name)
+                    .and_then(serde_json::Value::as_str)
+                    .and_then(clean_identifier)
+                    .ok_or(AuthError::InvalidClaims)?
+                    .to_owned(),
+            ),
+            None => self.config.default_tenant.clone(),
+        };
+        Ok(Principal {
+            subject,
+            tenant,
+            scopes: scopes(&claims),
+        })
+    }
+}
+
+fn map_error(kind: &ErrorKind) -> AuthError {
+    match kind {
+        ErrorKind::ExpiredSignature => AuthError::Expired,
+        ErrorKind::ImmatureSignature => AuthError::NotYetValid,
+        ErrorKind::InvalidIssuer => AuthError::WrongIssuer,
+        ErrorKind::InvalidAudience => AuthError::WrongAudience,
+        ErrorKind::InvalidSignature => AuthError::BadSignature,
+        ErrorKind::InvalidAlgorithm
+        | ErrorKind::InvalidAlgorithmName
+        | ErrorKind::MissingAlgorithm => AuthError::AlgorithmNotAllowed,
+        ErrorKind::MissingRequiredClaim(_)
+        | ErrorKind::InvalidClaimFormat(_)
+        | ErrorKind::InvalidSubject => AuthError::InvalidClaims,
+        // Json covers claims of the wrong type for our typed struct.
+        ErrorKind::Json(_) => AuthError::InvalidClaims,
+        _ => AuthError::Malformed,
+    }
+}
+
+/// Displays an error with its whole `source()` chain, for logs.
+pub(crate) struct ErrorChain<'a>(pub(crate) &'a (dyn std::error::Error + 'static));
+
+impl std::fmt::Display for ErrorChain<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut source = self.0.source();
+        while let Some(s) = source {
+            write!(f, ": {s}")?;
+            source = s.source();
+        }
+        Ok(())
+    }
+}

@@ -861,3 +861,41 @@ async fn logs_carry_reasons_and_hashed_subjects_never_tokens_or_subjects() {
         assert!(!logs.contains(secret), "logs leak {secret}");
     }
 }
+
+#[tokio::test]
+async fn cognito_access_tokens_are_bound_by_client_id_and_token_use() {
+    let k = keys();
+    let mut config = auth_config(static_keys(&[&k.rsa]));
+    config.binding = mcp_auth::AudienceBinding::CognitoClientIds(vec!["app-client-1".into()]);
+    let app = app_with(config);
+    let cognito = |changes: Value| {
+        let mut c = with(json!({"aud": null, "client_id": "app-client-1", "token_use": "access"}));
+        for (key, v) in changes.as_object().unwrap() {
+            c[key] = v.clone();
+        }
+        k.rsa.sign(&c)
+    };
+    assert_eq!(
+        with_token(&app, &cognito(json!({})), &tools_list())
+            .await
+            .status,
+        200
+    );
+    let a = with_token(&app, &cognito(json!({"token_use": "id"})), &tools_list()).await;
+    assert_invalid_token(
+        &a,
+        "the token is not an access token (typ)",
+        "Cognito ID token",
+    );
+    let a = with_token(
+        &app,
+        &cognito(json!({"client_id": "other-app"})),
+        &tools_list(),
+    )
+    .await;
+    assert_invalid_token(
+        &a,
+        "the token was not issued for this resource",
+        "another app client",
+    );
+}

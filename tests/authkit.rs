@@ -12,7 +12,7 @@ use jsonwebtoken::jwk::Jwk;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use mcp::config::AuthSetting;
 use mcp::{App, Config};
-use mcp_auth::{AuthConfig, KeySet, KeysConfig, RemoteKeysConfig};
+use mcp_auth::{AudienceBinding, AuthConfig, KeySet, KeysConfig, RemoteKeysConfig};
 use mcp_protocol::{CallToolResult, Outcome, Owner, Server, ToolDef, Tools};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -197,6 +197,7 @@ pub(crate) fn auth_config(keys: KeysConfig) -> AuthConfig {
         tenant_claim: Some("tenant_id".into()),
         default_tenant: None,
         max_token_bytes: 8192,
+        binding: AudienceBinding::Resource,
         keys,
     }
 }

@@ -124,3 +124,40 @@ async fn the_production_function_without_auth_configuration_refuses_every_event(
         assert_eq!(a.header("www-authenticate"), Some("Bearer"));
     }
 }
+
+#[tokio::test]
+async fn the_production_function_serves_dev_tokens_with_the_dev_configuration() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let env = [
+        ("AUTH_ISSUER", "http://127.0.0.1:9000/dev-issuer".to_owned()),
+        ("AUTH_JWKS_FILE", format!("{root}/dev/jwks.json")),
+        (
+            "MCP_RESOURCE_URL",
+            "http://127.0.0.1:9000/lambda-url/mcp/mcp".to_owned(),
+        ),
+        ("AUTH_TENANT_CLAIM", "tenant_id".to_owned()),
+        ("AUTH_REQUIRE_AT_JWT", "true".to_owned()),
+    ];
+    let config =
+        mcp::Config::from_lookup(|k| env.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone()))
+            .unwrap();
+    let app = mcp::App::new(config, mcp::production_server().unwrap());
+    let token = {
+        let out = std::process::Command::new(env!("CARGO"))
+            .args([
+                "run", "-q", "-p", "devtools", "--bin", "devtoken", "--", "--sub", "dev-user",
+            ])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    };
+    let mut req = from_str(include_str!("../events/initialize.json")).unwrap();
+    req.headers_mut()
+        .insert("authorization", format!("Bearer {token}").parse().unwrap());
+    let a = decode(app.handle(req).await);
+    assert_eq!(a.status, 200, "{a:?}");
+    assert_eq!(a.result()["serverInfo"]["name"], "event-store-mcp");
+    let req = from_str(include_str!("../events/initialize.json")).unwrap();
+    assert_eq!(decode(app.handle(req).await).status, 401);
+}

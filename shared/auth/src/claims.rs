@@ -11,7 +11,9 @@ use serde_json::Value;
 pub(crate) struct Claims {
     pub(crate) iss: String,
     pub(crate) sub: String,
-    pub(crate) aud: Audience,
+    pub(crate) aud: Option<Audience>,
+    pub(crate) client_id: Option<String>,
+    pub(crate) token_use: Option<String>,
     pub(crate) exp: u64,
     pub(crate) iat: Option<u64>,
     pub(crate) scope: Option<String>,

@@ -30,7 +30,21 @@ pub struct AuthConfig {
     /// Tokens longer than this are refused before any decoding (`AUTH_MAX_TOKEN_BYTES`,
     /// default 8192).
     pub max_token_bytes: usize,
+    /// How a token is bound to this server.
+    pub binding: AudienceBinding,
     pub keys: KeysConfig,
+}
+
+/// How a token proves it was issued for this server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AudienceBinding {
+    /// `aud` must contain the canonical resource URI (RFC 8707; MCP authorization
+    /// §Access Token Privilege Restriction). The default and the recommendation.
+    Resource,
+    /// Amazon Cognito access tokens carry no `aud`: they carry `client_id` and
+    /// `token_use = access`. `client_id` must be one of these app clients, dedicated to this
+    /// server (`AUTH_COGNITO_CLIENT_IDS`).
+    CognitoClientIds(Vec<String>),
 }
 
 /// Where verification keys come from.
@@ -226,7 +240,22 @@ impl AuthConfig {
                 )
             })?,
         };
+        let binding = match get("AUTH_COGNITO_CLIENT_IDS") {
+            None => AudienceBinding::Resource,
+            Some(list) => {
+                let ids: Vec<String> = list
+                    .split(',')
+                    .map(|s| s.trim().to_owned())
+                    .filter(|s| !s.is_empty())
+                    .collect();
+                if ids.is_empty() {
+                    return Err(invalid("AUTH_COGNITO_CLIENT_IDS", "names no app client"));
+                }
+                AudienceBinding::CognitoClientIds(ids)
+            }
+        };
         Ok(Some(Self {
+            binding,
             issuer,
             resource,
             algorithms,

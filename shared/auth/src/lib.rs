@@ -23,7 +23,7 @@ mod source;
 mod verifier;
 
 pub use claims::canonical_resource;
-pub use config::{AuthConfig, AuthConfigError, KeysConfig, RemoteKeysConfig};
+pub use config::{AudienceBinding, AuthConfig, AuthConfigError, KeysConfig, RemoteKeysConfig};
 pub use error::AuthError;
 pub use keys::KeySet;
 pub use verifier::{Principal, Verifier};

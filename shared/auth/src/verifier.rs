@@ -9,7 +9,7 @@ use jsonwebtoken::{Validation, decode, decode_header};
 use sha2::{Digest, Sha256};
 
 use crate::claims::{Claims, clean_identifier, scopes};
-use crate::config::AuthConfig;
+use crate::config::{AudienceBinding, AuthConfig};
 use crate::error::AuthError;
 use crate::json::has_unique_keys;
 use crate::source::KeySource;
@@ -113,7 +113,14 @@ impl Verifier {
         validation.validate_exp = true;
         // Off by default in jsonwebtoken: turn it on.
         validation.validate_nbf = true;
-        validation.set_required_spec_claims(&["exp", "iss", "sub", "aud"]);
+        match self.config.binding {
+            AudienceBinding::Resource => {
+                validation.set_required_spec_claims(&["exp", "iss", "sub", "aud"])
+            }
+            AudienceBinding::CognitoClientIds(_) => {
+                validation.set_required_spec_claims(&["exp", "iss", "sub"])
+            }
+        }
         validation.set_issuer(&[&self.config.issuer]);
         // The audience is compared below as a canonical URI (scheme/host case-insensitive),
         // which the library's exact string match cannot do.
@@ -126,8 +133,25 @@ impl Verifier {
         if claims.iss != self.config.issuer {
             return Err(AuthError::WrongIssuer);
         }
-        if !claims.aud.contains(&self.config.resource) {
-            return Err(AuthError::WrongAudience);
+        match &self.config.binding {
+            AudienceBinding::Resource => {
+                if !claims
+                    .aud
+                    .as_ref()
+                    .is_some_and(|aud| aud.contains(&self.config.resource))
+                {
+                    return Err(AuthError::WrongAudience);
+                }
+            }
+            // An ID token (token_use = id) or another app client's token is not ours.
+            AudienceBinding::CognitoClientIds(ids) => {
+                if claims.token_use.as_deref() != Some("access") {
+                    return Err(AuthError::WrongType);
+                }
+                if !claims.client_id.as_ref().is_some_and(|id| ids.contains(id)) {
+                    return Err(AuthError::WrongAudience);
+                }
+            }
         }
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)

@@ -530,6 +530,7 @@ impl Server {
                         let p: ReadResourceParams = parse_params(params)?;
                         let uri = p.uri;
                         let version = ctx.version;
+                        tracing::info!(resource.uri = %uri, caller = ctx.caller.subject_hash.as_deref().unwrap_or("-"), "resource read");
                         match resources.read(uri.clone(), ctx).await {
                             Ok(Some(Outcome::Complete(contents))) if !contents.is_empty() => {
                                 Ok(json!({ "contents": contents }))

@@ -213,12 +213,16 @@ pub(crate) fn static_keys(keys: &[&TestKey]) -> KeysConfig {
 }
 
 pub(crate) fn app_with(auth: AuthConfig) -> App {
+    app_serving(auth, protected_server())
+}
+
+pub(crate) fn app_serving(auth: AuthConfig, server: Server) -> App {
     let config = Config {
         auth: AuthSetting::Verify(Box::new(auth)),
         authorization_servers: vec![ISSUER.into()],
         ..Config::default()
     };
-    App::new(config, protected_server())
+    App::new(config, server)
 }
 
 /// The app trusting the RSA, EC and Ed25519 keys (plus the weak one, which must be dropped).

@@ -141,7 +141,7 @@ async fn the_production_function_serves_dev_tokens_with_the_dev_configuration() 
     let config =
         mcp::Config::from_lookup(|k| env.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone()))
             .unwrap();
-    let app = mcp::App::new(config, mcp::production_server().unwrap());
+    let app = mcp::App::new(config, mcp::production_server(None).unwrap());
     let token = {
         let out = std::process::Command::new(env!("CARGO"))
             .args([

@@ -24,7 +24,7 @@ pub(crate) fn fixture_app() -> App {
 pub(crate) fn production_app() -> App {
     App::new(
         Config::default(),
-        mcp::production_server().expect("tools register"),
+        mcp::production_server(None).expect("tools register"),
     )
 }
 

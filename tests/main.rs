@@ -11,4 +11,5 @@ mod handshake;
 mod helpers;
 mod http_layer;
 mod stateless;
+mod store;
 mod tools;

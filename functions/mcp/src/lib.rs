@@ -16,6 +16,7 @@ use std::time::Instant;
 
 use lambda_http::{Body, Request, Response, service_fn};
 use mcp_protocol::{RegistryError, Server, Tools};
+use mcp_tools::{CursorKey, Store};
 
 pub use config::Config;
 
@@ -58,13 +59,17 @@ impl App {
     }
 }
 
-/// The server the deployed function serves. Event-store tools register here.
+/// The server the deployed function serves: the event-store tools over `store` (none without
+/// a store, which only tests use).
 ///
 /// # Errors
 ///
 /// Fails if a tool definition is invalid (bad name, bad schema): a cold-start error.
-pub fn production_server() -> Result<Server, RegistryError> {
-    let tools = Tools::new();
+pub fn production_server(store: Option<Arc<Store>>) -> Result<Server, RegistryError> {
+    let mut tools = Tools::new();
+    if let Some(store) = store {
+        mcp_tools::register(&mut tools, store)?;
+    }
     Ok(Server::builder("event-store-mcp", env!("CARGO_PKG_VERSION"))
         .title("Event store (read-only)")
         .instructions(
@@ -73,6 +78,32 @@ pub fn production_server() -> Result<Server, RegistryError> {
         )
         .tools(tools)
         .build())
+}
+
+/// The event store from `DATABASE_URL` (+ `DB_SSLMODE`, `DB_CA_FILE`), `CURSOR_SIGNING_KEY`
+/// and `TOOL_STATEMENT_TIMEOUT_MS`. Nothing is connected yet: the first tool call connects.
+///
+/// # Errors
+///
+/// Names the missing or malformed variable.
+pub fn store_from_env() -> anyhow::Result<Arc<Store>> {
+    let get = |name: &str| std::env::var(name).ok();
+    let db = mcp_db::DbConfig::from_lookup(get)?.ok_or_else(|| {
+        anyhow::anyhow!("DATABASE_URL is required: the endpoint's tools read the event store")
+    })?;
+    let key = get("CURSOR_SIGNING_KEY")
+        .ok_or_else(|| anyhow::anyhow!("CURSOR_SIGNING_KEY is required (at least 32 bytes)"))?;
+    let statement_timeout = match get("TOOL_STATEMENT_TIMEOUT_MS") {
+        None => std::time::Duration::from_millis(5_000),
+        Some(v) => std::time::Duration::from_millis(v.parse().map_err(|_| {
+            anyhow::anyhow!("TOOL_STATEMENT_TIMEOUT_MS must be milliseconds, got {v:?}")
+        })?),
+    };
+    Ok(Arc::new(Store {
+        db: mcp_db::Db::new(db),
+        cursor_key: CursorKey::new(key)?,
+        statement_timeout,
+    }))
 }
 
 /// Runs the Lambda runtime loop with `app` as the handler.

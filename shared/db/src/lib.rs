@@ -1,0 +1,279 @@
+//! Read-only, tenant-scoped access to the event store.
+//!
+//! One connection per Lambda sandbox, made lazily on the first query (discovery and list
+//! requests never touch the database), kept across warm invocations, checked before use and
+//! re-made once when it is found dead. Every read is one `BEGIN READ ONLY` transaction that
+//! sets the tenant (for row-level security) and the statement timeout with
+//! `set_config(..., true)`, so nothing outlives the transaction: that is what makes the
+//! connection safe to share through a transaction-pooling proxy (PgBouncer, RDS Proxy).
+//! Statements are sent with `query_typed` (unnamed, extended protocol, one round trip),
+//! because named prepared statements do not survive transaction pooling.
+
+mod config;
+mod migrate;
+mod tls;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use tokio::sync::Mutex;
+use tokio_postgres::error::SqlState;
+use tokio_postgres::types::{ToSql, Type};
+use tokio_postgres::{Client, Row};
+
+pub use config::{DbConfig, DbConfigError, TlsMode};
+pub use migrate::{MIGRATIONS, migrate};
+pub use rustls::pki_types::CertificateDer;
+pub use tls::parse_roots;
+
+/// A boxed future borrowing a transaction.
+pub type TxFuture<'t, T> = Pin<Box<dyn Future<Output = Result<T, DbError>> + Send + 't>>;
+
+/// Why a read failed. Messages are for logs; the tool layer decides what a caller sees.
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    #[error("could not connect to the database")]
+    Connect(#[source] tokio_postgres::Error),
+    #[error("connecting to the database timed out")]
+    ConnectTimeout,
+    #[error("the database connection was lost")]
+    ConnectionLost(#[source] tokio_postgres::Error),
+    #[error("the statement was cancelled by its timeout")]
+    StatementTimeout,
+    #[error("the database refused the statement")]
+    Query(#[source] tokio_postgres::Error),
+    #[error("the TLS configuration is unusable: {0}")]
+    Tls(String),
+    /// The role we connect as could write, is a superuser or bypasses row-level security:
+    /// the endpoint refuses to serve rather than rely on its own queries being harmless.
+    #[error("refusing to serve: the database role {0}")]
+    UnsafeRole(String),
+}
+
+impl DbError {
+    fn from_query(e: tokio_postgres::Error) -> Self {
+        if e.is_closed() {
+            Self::ConnectionLost(e)
+        } else if e.code() == Some(&SqlState::QUERY_CANCELED) {
+            Self::StatementTimeout
+        } else {
+            Self::Query(e)
+        }
+    }
+
+    /// Returns true if and only if retrying on a fresh connection may succeed.
+    fn is_connection(&self) -> bool {
+        matches!(self, Self::ConnectionLost(_))
+    }
+}
+
+/// A statement parameter with its declared type (what `query_typed` needs).
+pub type Param<'a> = (&'a (dyn ToSql + Sync), Type);
+
+/// The open read-only transaction a read runs in.
+pub struct Tx<'a> {
+    client: &'a Client,
+}
+
+impl Tx<'_> {
+    /// Runs one statement and returns its rows.
+    ///
+    /// # Errors
+    ///
+    /// [`DbError::StatementTimeout`] when the transaction's statement timeout fired,
+    /// [`DbError::ConnectionLost`] when the connection died, [`DbError::Query`] otherwise.
+    pub async fn query(&self, sql: &str, params: &[Param<'_>]) -> Result<Vec<Row>, DbError> {
+        self.client
+            .query_typed(sql, params)
+            .await
+            .map_err(DbError::from_query)
+    }
+}
+
+struct Conn {
+    client: Option<Client>,
+    /// A transaction may still be open on this connection (a read failed half-way).
+    dirty: bool,
+}
+
+/// The database handle of one sandbox.
+pub struct Db {
+    config: DbConfig,
+    conn: Mutex<Conn>,
+}
+
+impl Db {
+    /// A handle; nothing is connected until the first read.
+    pub fn new(config: DbConfig) -> Self {
+        Self {
+            config,
+            conn: Mutex::new(Conn {
+                client: None,
+                dirty: false,
+            }),
+        }
+    }
+
+    /// Runs `body` in a read-only transaction scoped to `tenant`, with `statement_timeout`
+    /// set for its statements. A connection found dead is replaced and the whole body run
+    /// again once (safe: it only reads).
+    ///
+    /// # Errors
+    ///
+    /// Any [`DbError`]; [`DbError::UnsafeRole`] when the connected role could write.
+    pub async fn read<T, F>(
+        &self,
+        tenant: &str,
+        statement_timeout: Duration,
+        body: F,
+    ) -> Result<T, DbError>
+    where
+        F: for<'t> Fn(Tx<'t>) -> TxFuture<'t, T>,
+    {
+        let mut conn = self.conn.lock().await;
+        let timeout_ms = statement_timeout.as_millis().max(1).to_string();
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            self.ensure_client(&mut conn).await?;
+            conn.dirty = true;
+            let Some(client) = conn.client.as_ref() else {
+                return Err(DbError::ConnectTimeout);
+            };
+            let result: Result<T, DbError> = async {
+                let run = |sql: &'static str| client.query_typed(sql, &[]);
+                run("BEGIN READ ONLY").await.map_err(DbError::from_query)?;
+                client
+                    .query_typed(
+                        "SELECT set_config('app.tenant_id', $1, true), set_config('statement_timeout', $2, true)",
+                        &[(&tenant, Type::TEXT), (&timeout_ms, Type::TEXT)],
+                    )
+                    .await
+                    .map_err(DbError::from_query)?;
+                let value = body(Tx { client }).await?;
+                run("COMMIT").await.map_err(DbError::from_query)?;
+                Ok(value)
+            }
+            .await;
+            match result {
+                Ok(value) => {
+                    conn.dirty = false;
+                    return Ok(value);
+                }
+                Err(e) if e.is_connection() && attempt == 1 => {
+                    tracing::warn!(error = %e, "database connection lost; reconnecting once");
+                    conn.client = None;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// The live connection, made (and vetted) if there is none or it died; a transaction
+    /// left open by a failed read is rolled back first.
+    async fn ensure_client(&self, conn: &mut Conn) -> Result<(), DbError> {
+        if conn.client.as_ref().is_some_and(Client::is_closed) {
+            conn.client = None;
+        }
+        if conn.dirty {
+            if let Some(client) = &conn.client
+                && client.query_typed("ROLLBACK", &[]).await.is_err()
+            {
+                conn.client = None;
+            }
+            conn.dirty = false;
+        }
+        if conn.client.is_none() {
+            let client = self.connect().await?;
+            check_role(&client).await?;
+            conn.client = Some(client);
+        }
+        Ok(())
+    }
+
+    async fn connect(&self) -> Result<Client, DbError> {
+        let mut pg = self
+            .config
+            .url
+            .parse::<tokio_postgres::Config>()
+            .map_err(DbError::Connect)?;
+        // tokio-postgres waits forever by default; a Lambda invocation cannot.
+        pg.connect_timeout(self.config.connect_timeout)
+            .keepalives(true)
+            .keepalives_idle(Duration::from_secs(30))
+            .tcp_user_timeout(self.config.connect_timeout.max(Duration::from_secs(5)))
+            .application_name("mcp-endpoint");
+        let connecting = async {
+            match &self.config.tls {
+                TlsMode::Disable => {
+                    let (client, connection) = pg
+                        .connect(tokio_postgres::NoTls)
+                        .await
+                        .map_err(DbError::Connect)?;
+                    tokio::spawn(async move {
+                        if let Err(e) = connection.await {
+                            tracing::warn!(error = %e, "database connection ended");
+                        }
+                    });
+                    Ok(client)
+                }
+                TlsMode::VerifyFull { roots } => {
+                    let tls = tls::connector(roots)?;
+                    pg.ssl_mode(tokio_postgres::config::SslMode::Require);
+                    let (client, connection) = pg.connect(tls).await.map_err(DbError::Connect)?;
+                    tokio::spawn(async move {
+                        if let Err(e) = connection.await {
+                            tracing::warn!(error = %e, "database connection ended");
+                        }
+                    });
+                    Ok(client)
+                }
+            }
+        };
+        tokio::time::timeout(self.config.connect_timeout, connecting)
+            .await
+            .map_err(|_| DbError::ConnectTimeout)?
+    }
+}
+
+/// Refuses a role that could change data or read across tenants: defence in depth behind
+/// `BEGIN READ ONLY` and row-level security.
+async fn check_role(client: &Client) -> Result<(), DbError> {
+    let row = client
+        .query_typed(
+            "SELECT r.rolsuper, r.rolbypassrls, \
+                    current_setting('default_transaction_read_only') = 'on', \
+                    EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+                            WHERE n.nspname = 'public' AND c.relkind = 'r' \
+                              AND (has_table_privilege(c.oid, 'INSERT') OR has_table_privilege(c.oid, 'UPDATE') \
+                                   OR has_table_privilege(c.oid, 'DELETE') OR has_table_privilege(c.oid, 'TRUNCATE'))) \
+             FROM pg_roles r WHERE r.rolname = current_user",
+            &[],
+        )
+        .await
+        .map_err(DbError::from_query)?;
+    let Some(row) = row.first() else {
+        return Err(DbError::UnsafeRole("could not be inspected".into()));
+    };
+    let (superuser, bypass, read_only, can_write): (bool, bool, bool, bool) =
+        (row.get(0), row.get(1), row.get(2), row.get(3));
+    let problem = if superuser {
+        Some("is a superuser")
+    } else if bypass {
+        Some("bypasses row-level security")
+    } else if can_write {
+        Some("can write to a table")
+    } else if !read_only {
+        Some("does not default to read-only transactions")
+    } else {
+        None
+    };
+    match problem {
+        Some(p) => {
+            tracing::error!(problem = p, "refusing to serve with this database role");
+            Err(DbError::UnsafeRole(p.into()))
+        }
+        None => Ok(()),
+    }
+}

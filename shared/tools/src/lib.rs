@@ -1,0 +1,755 @@
+//! The event-store tools. All read-only (one `BEGIN READ ONLY` transaction each, tenant
+//! from the verified token, row-level security in the database), all bounded (row limits,
+//! statement timeout), all answering in `structuredContent` that matches their
+//! `outputSchema`. Failures the model can act on are `isError` results that say what to do.
+
+mod cursor;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use jiff::Timestamp;
+use mcp_db::{Db, DbError, Param, Tx, TxFuture};
+use mcp_protocol::{
+    CallToolResult, Outcome, RegistryError, RequestContext, ToolDef, ToolError, Tools,
+};
+use serde_json::{Map, Value, json};
+use tokio_postgres::Row;
+use tokio_postgres::types::Type;
+
+pub use cursor::{CursorError, CursorKey, Position, filter_hash};
+
+/// The scope every event-store tool requires.
+pub const READ_SCOPE: &str = "events:read";
+
+/// Severity names, in order: stored as 0..=5.
+pub const SEVERITIES: [&str; 6] = ["debug", "info", "notice", "warning", "error", "critical"];
+
+/// Row cap of `query_events`.
+pub const MAX_LIMIT: i64 = 500;
+const DEFAULT_LIMIT: i64 = 50;
+
+/// What the tools share: the database, the cursor key, the per-call statement timeout.
+pub struct Store {
+    pub db: Db,
+    pub cursor_key: CursorKey,
+    pub statement_timeout: Duration,
+}
+
+type ToolResult = Result<Outcome<CallToolResult>, ToolError>;
+
+fn done(value: Value) -> ToolResult {
+    Ok(Outcome::Complete(CallToolResult::structured(value)))
+}
+
+fn fail(message: impl Into<String>) -> ToolResult {
+    Err(ToolError::Execution(message.into()))
+}
+
+fn tenant(ctx: &RequestContext) -> Result<String, ToolError> {
+    ctx.caller.tenant.clone().ok_or_else(|| {
+        ToolError::Execution(
+            "Your access token names no tenant, so there is no data you may read. Ask for a token with a tenant claim."
+                .into(),
+        )
+    })
+}
+
+/// What a caller sees for each database failure; details go to the log only.
+fn db_error(store: &Store, tool: &str, e: DbError) -> ToolError {
+    match e {
+        DbError::StatementTimeout => ToolError::Execution(format!(
+            "The query ran past its time budget of {} ms and was cancelled. Narrow the time window (since/until) or add filters (entity_id, event_types).",
+            store.statement_timeout.as_millis()
+        )),
+        DbError::Connect(_) | DbError::ConnectTimeout | DbError::ConnectionLost(_) => {
+            tracing::warn!(tool.name = tool, error = %e, "event store unreachable");
+            ToolError::Execution(
+                "The event store is unreachable right now. Retry in a few seconds.".into(),
+            )
+        }
+        other => ToolError::Internal(Box::new(other)),
+    }
+}
+
+fn parse_time(args: &Map<String, Value>, key: &str) -> Result<Option<Timestamp>, ToolError> {
+    match args.get(key).and_then(Value::as_str) {
+        None => Ok(None),
+        Some(s) => s.parse::<Timestamp>().map(Some).map_err(|_| {
+            ToolError::Execution(format!(
+                "{key} must be an RFC 3339 timestamp with a UTC offset, such as 2026-12-01T00:00:00Z; got {s:?}"
+            ))
+        }),
+    }
+}
+
+fn window(args: &Map<String, Value>) -> Result<(Option<Timestamp>, Option<Timestamp>), ToolError> {
+    let (since, until) = (parse_time(args, "since")?, parse_time(args, "until")?);
+    if let (Some(s), Some(u)) = (since, until)
+        && s >= u
+    {
+        return Err(ToolError::Execution(format!(
+            "The window is empty or inverted: since ({s}) must be before until ({u})."
+        )));
+    }
+    Ok((since, until))
+}
+
+fn strings(args: &Map<String, Value>, key: &str) -> Option<Vec<String>> {
+    args.get(key).and_then(Value::as_array).map(|a| {
+        a.iter()
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect()
+    })
+}
+
+fn severity_rank(name: &str) -> Option<i16> {
+    SEVERITIES.iter().position(|s| *s == name).map(|p| p as i16)
+}
+
+fn severity_name(rank: i16) -> &'static str {
+    SEVERITIES.get(rank as usize).copied().unwrap_or("unknown")
+}
+
+fn severity_schema() -> Value {
+    json!({ "type": "string", "enum": SEVERITIES })
+}
+
+fn time_schema(description: &str) -> Value {
+    json!({ "type": "string", "format": "date-time", "maxLength": 40, "description": description })
+}
+
+fn entity_schema() -> Value {
+    json!({ "type": "string", "minLength": 1, "maxLength": 200, "description": "Entity id, exactly as stored" })
+}
+
+fn event_json(row: &Row, with_payload: bool) -> Value {
+    let mut event = json!({
+        "id": row.get::<_, i64>("id"),
+        "entity_id": row.get::<_, String>("entity_id"),
+        "entity_type": row.get::<_, String>("entity_type"),
+        "event_type": row.get::<_, String>("event_type"),
+        "severity": severity_name(row.get::<_, i16>("severity")),
+        "occurred_at": row.get::<_, Timestamp>("occurred_at").to_string(),
+        "tags": row.get::<_, Vec<String>>("tags"),
+        "structured": row.get::<_, Value>("structured"),
+        "ai_summary": row.get::<_, Option<String>>("ai_summary"),
+    });
+    if with_payload {
+        event["payload"] = row.get::<_, Value>("payload");
+    }
+    event
+}
+
+const EVENT_COLUMNS: &str = "id, entity_id, entity_type, event_type, severity, occurred_at, tags, structured, ai_summary, payload";
+
+fn event_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "id": { "type": "integer" },
+            "entity_id": { "type": "string" },
+            "entity_type": { "type": "string" },
+            "event_type": { "type": "string" },
+            "severity": severity_schema(),
+            "occurred_at": { "type": "string" },
+            "tags": { "type": "array", "items": { "type": "string" } },
+            "structured": { "type": "object" },
+            "ai_summary": { "type": ["string", "null"] },
+            "payload": {}
+        },
+        "required": ["id", "entity_id", "entity_type", "event_type", "severity", "occurred_at", "tags"]
+    })
+}
+
+/// Runs `body` in the store's read-only, tenant-scoped transaction.
+async fn read<T, F>(store: &Store, tool: &str, tenant: &str, body: F) -> Result<T, ToolError>
+where
+    F: for<'t> Fn(Tx<'t>) -> TxFuture<'t, T>,
+{
+    store
+        .db
+        .read(tenant, store.statement_timeout, body)
+        .await
+        .map_err(|e| db_error(store, tool, e))
+}
+
+/// Registers every event-store tool.
+///
+/// # Errors
+///
+/// Only if a definition is invalid (caught by tests).
+pub fn register(tools: &mut Tools, store: Arc<Store>) -> Result<(), RegistryError> {
+    let s = store.clone();
+    tools.register(
+        ToolDef::new(
+            "describe_data",
+            "Start here. Describes the event store for your tenant: event types with their descriptions and field schemas, entity types, severities, the time range covered and event counts.",
+            json!({ "type": "object", "properties": {} }),
+            move |_, ctx| describe_data(s.clone(), ctx),
+        )
+        .title("Describe the event store")
+        .scopes([READ_SCOPE])
+        .output_schema(json!({
+            "type": "object",
+            "properties": {
+                "event_types": { "type": "array" },
+                "entity_types": { "type": "array" },
+                "severities": { "type": "array" },
+                "first_event_at": { "type": ["string", "null"] },
+                "last_event_at": { "type": ["string", "null"] },
+                "total_events": { "type": "integer" }
+            },
+            "required": ["event_types", "entity_types", "severities", "total_events"]
+        })),
+    )?;
+
+    let s = store.clone();
+    tools.register(
+        ToolDef::new(
+            "query_events",
+            "Lists events newest first, filtered by entity, event types, time window, tags and minimum severity. Returns at most `limit` events (default 50, at most 500); when `truncated` is true, pass `next_cursor` back as `cursor` with the same filters for the next page. Raw payloads only when include_payload is true.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "entity_id": entity_schema(),
+                    "event_types": { "type": "array", "items": { "type": "string", "maxLength": 64 }, "maxItems": 20, "uniqueItems": true },
+                    "since": time_schema("Only events at or after this instant (RFC 3339)"),
+                    "until": time_schema("Only events before this instant (RFC 3339)"),
+                    "tags_any": { "type": "array", "items": { "type": "string", "maxLength": 100 }, "maxItems": 20, "description": "Events with at least one of these tags" },
+                    "tags_all": { "type": "array", "items": { "type": "string", "maxLength": 100 }, "maxItems": 20, "description": "Events with all of these tags" },
+                    "min_severity": severity_schema(),
+                    "limit": { "type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT },
+                    "include_payload": { "type": "boolean", "default": false },
+                    "cursor": { "type": "string", "maxLength": 512, "description": "next_cursor from the previous page" }
+                }
+            }),
+            move |args, ctx| query_events(s.clone(), args, ctx),
+        )
+        .title("Query events")
+        .scopes([READ_SCOPE])
+        .output_schema(json!({
+            "type": "object",
+            "properties": {
+                "events": { "type": "array", "items": event_schema() },
+                "count": { "type": "integer" },
+                "limit": { "type": "integer" },
+                "truncated": { "type": "boolean" },
+                "next_cursor": { "type": ["string", "null"] }
+            },
+            "required": ["events", "count", "limit", "truncated", "next_cursor"]
+        })),
+    )?;
+
+    let s = store.clone();
+    tools.register(
+        ToolDef::new(
+            "get_event",
+            "Fetches one event by id, with its raw payload.",
+            json!({
+                "type": "object",
+                "properties": { "id": { "type": "integer", "minimum": 1 } },
+                "required": ["id"]
+            }),
+            move |args, ctx| get_event(s.clone(), args, ctx),
+        )
+        .title("Get one event")
+        .scopes([READ_SCOPE])
+        .output_schema(json!({
+            "type": "object",
+            "properties": { "event": event_schema() },
+            "required": ["event"]
+        })),
+    )?;
+
+    let s = store.clone();
+    tools.register(
+        ToolDef::new(
+            "get_entity_state",
+            "Returns the current merged state of one entity, as maintained by the write path.",
+            json!({
+                "type": "object",
+                "properties": { "entity_id": entity_schema() },
+                "required": ["entity_id"]
+            }),
+            move |args, ctx| get_entity_state(s.clone(), args, ctx),
+        )
+        .title("Get an entity's current state")
+        .scopes([READ_SCOPE])
+        .output_schema(json!({
+            "type": "object",
+            "properties": {
+                "entity_id": { "type": "string" },
+                "entity_type": { "type": "string" },
+                "state": { "type": "object" },
+                "last_event_id": { "type": ["integer", "null"] },
+                "updated_at": { "type": "string" }
+            },
+            "required": ["entity_id", "entity_type", "state", "updated_at"]
+        })),
+    )?;
+
+    let s = store.clone();
+    tools.register(
+        ToolDef::new(
+            "summarize_window",
+            "Summarises a time window: the precomputed summaries of the newest events in it (no model is called) and a count per severity. Optionally for one entity.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "since": time_schema("Start of the window (RFC 3339)"),
+                    "until": time_schema("End of the window (RFC 3339); default now"),
+                    "entity_id": entity_schema(),
+                    "max_summaries": { "type": "integer", "minimum": 1, "maximum": 100, "default": 20 }
+                },
+                "required": ["since"]
+            }),
+            move |args, ctx| summarize_window(s.clone(), args, ctx),
+        )
+        .title("Summarise a time window")
+        .scopes([READ_SCOPE])
+        .output_schema(json!({
+            "type": "object",
+            "properties": {
+                "since": { "type": "string" },
+                "until": { "type": "string" },
+                "severity_counts": { "type": "object" },
+                "total_events": { "type": "integer" },
+                "summaries": { "type": "array" },
+                "truncated": { "type": "boolean" }
+            },
+            "required": ["since", "until", "severity_counts", "total_events", "summaries", "truncated"]
+        })),
+    )?;
+
+    let s = store;
+    tools.register(
+        ToolDef::new(
+            "count_events",
+            "Counts events per time bucket (minute, hour or day), optionally grouped by event type or severity. For spotting spikes before drilling in with query_events.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "since": time_schema("Start of the window (RFC 3339)"),
+                    "until": time_schema("End of the window (RFC 3339); default now"),
+                    "bucket": { "type": "string", "enum": ["minute", "hour", "day"], "default": "hour" },
+                    "group_by": { "type": "string", "enum": ["none", "event_type", "severity"], "default": "none" },
+                    "entity_id": entity_schema(),
+                    "event_types": { "type": "array", "items": { "type": "string", "maxLength": 64 }, "maxItems": 20, "uniqueItems": true }
+                },
+                "required": ["since"]
+            }),
+            move |args, ctx| count_events(s.clone(), args, ctx),
+        )
+        .title("Count events over time")
+        .scopes([READ_SCOPE])
+        .output_schema(json!({
+            "type": "object",
+            "properties": {
+                "bucket": { "type": "string" },
+                "group_by": { "type": "string" },
+                "buckets": { "type": "array" },
+                "total_events": { "type": "integer" }
+            },
+            "required": ["bucket", "group_by", "buckets", "total_events"]
+        })),
+    )?;
+    Ok(())
+}
+
+async fn describe_data(store: Arc<Store>, ctx: RequestContext) -> ToolResult {
+    let tenant = tenant(&ctx)?;
+    let out = read(&store, "describe_data", &tenant, |tx| {
+        Box::pin(async move {
+            let types = tx
+                .query("SELECT name, description, field_schema FROM event_types ORDER BY name", &[])
+                .await?;
+            let entities = tx
+                .query(
+                    "SELECT entity_type, count(*) AS n FROM events GROUP BY entity_type ORDER BY n DESC, entity_type LIMIT 100",
+                    &[],
+                )
+                .await?;
+            let severities = tx
+                .query("SELECT severity, count(*) AS n FROM events GROUP BY severity ORDER BY severity", &[])
+                .await?;
+            let range = tx
+                .query("SELECT min(occurred_at), max(occurred_at), count(*) FROM events", &[])
+                .await?;
+            Ok((types, entities, severities, range))
+        })
+    })
+    .await?;
+    let (types, entities, severities, range) = out;
+    let range = range.first();
+    done(json!({
+        "event_types": types.iter().map(|r| json!({
+            "name": r.get::<_, String>(0),
+            "description": r.get::<_, String>(1),
+            "field_schema": r.get::<_, Value>(2),
+        })).collect::<Vec<_>>(),
+        "entity_types": entities.iter().map(|r| json!({
+            "name": r.get::<_, String>(0), "events": r.get::<_, i64>(1),
+        })).collect::<Vec<_>>(),
+        "severities": SEVERITIES.iter().enumerate().map(|(rank, name)| json!({
+            "name": name,
+            "events": severities.iter().find(|r| r.get::<_, i16>(0) == rank as i16).map_or(0, |r| r.get::<_, i64>(1)),
+        })).collect::<Vec<_>>(),
+        "first_event_at": range.and_then(|r| r.get::<_, Option<Timestamp>>(0)).map(|t| t.to_string()),
+        "last_event_at": range.and_then(|r| r.get::<_, Option<Timestamp>>(1)).map(|t| t.to_string()),
+        "total_events": range.map_or(0, |r| r.get::<_, i64>(2)),
+    }))
+}
+
+#[derive(Clone)]
+struct EventFilter {
+    entity_id: Option<String>,
+    event_types: Option<Vec<String>>,
+    since: Option<Timestamp>,
+    until: Option<Timestamp>,
+    tags_any: Option<Vec<String>>,
+    tags_all: Option<Vec<String>>,
+    min_severity: i16,
+}
+
+impl EventFilter {
+    fn from_args(args: &Map<String, Value>) -> Result<Self, ToolError> {
+        let (since, until) = window(args)?;
+        Ok(Self {
+            entity_id: args
+                .get("entity_id")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            event_types: strings(args, "event_types"),
+            since,
+            until,
+            tags_any: strings(args, "tags_any"),
+            tags_all: strings(args, "tags_all"),
+            min_severity: args
+                .get("min_severity")
+                .and_then(Value::as_str)
+                .and_then(severity_rank)
+                .unwrap_or(0),
+        })
+    }
+
+    /// The canonical form a cursor is bound to.
+    fn canonical(&self) -> Value {
+        json!({
+            "entity_id": self.entity_id, "event_types": self.event_types,
+            "since": self.since.map(|t| t.to_string()), "until": self.until.map(|t| t.to_string()),
+            "tags_any": self.tags_any, "tags_all": self.tags_all, "min_severity": self.min_severity,
+        })
+    }
+}
+
+async fn query_events(
+    store: Arc<Store>,
+    args: Map<String, Value>,
+    ctx: RequestContext,
+) -> ToolResult {
+    let tenant = tenant(&ctx)?;
+    let filter = EventFilter::from_args(&args)?;
+    let limit = args
+        .get("limit")
+        .and_then(Value::as_i64)
+        .unwrap_or(DEFAULT_LIMIT)
+        .clamp(1, MAX_LIMIT);
+    let with_payload = args
+        .get("include_payload")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let fingerprint = filter_hash(&filter.canonical());
+    let after = match args.get("cursor").and_then(Value::as_str) {
+        None => None,
+        Some(c) => Some(
+            store
+                .cursor_key
+                .verify(&tenant, &fingerprint, c)
+                .map_err(|e| ToolError::Execution(format!("Invalid cursor: {e}.")))?,
+        ),
+    };
+    let f = filter.clone();
+    let after_at = after.as_ref().map(|p| p.at);
+    let after_id = after.as_ref().map(|p| p.id);
+    // One row past the limit tells whether another page exists without counting.
+    let probe = limit + 1;
+    let rows = read(&store, "query_events", &tenant, move |tx| {
+        let f = f.clone();
+        Box::pin(async move {
+            let sql = format!(
+                "SELECT {EVENT_COLUMNS} FROM events \
+                 WHERE ($1::text IS NULL OR entity_id = $1) \
+                   AND ($2::text[] IS NULL OR event_type = ANY($2)) \
+                   AND ($3::timestamptz IS NULL OR occurred_at >= $3) \
+                   AND ($4::timestamptz IS NULL OR occurred_at < $4) \
+                   AND ($5::text[] IS NULL OR tags && $5) \
+                   AND ($6::text[] IS NULL OR tags @> $6) \
+                   AND severity >= $7 \
+                   AND ($8::timestamptz IS NULL OR (occurred_at, id) < ($8, $9)) \
+                 ORDER BY occurred_at DESC, id DESC LIMIT $10"
+            );
+            let params: [Param<'_>; 10] = [
+                (&f.entity_id, Type::TEXT),
+                (&f.event_types, Type::TEXT_ARRAY),
+                (&f.since, Type::TIMESTAMPTZ),
+                (&f.until, Type::TIMESTAMPTZ),
+                (&f.tags_any, Type::TEXT_ARRAY),
+                (&f.tags_all, Type::TEXT_ARRAY),
+                (&f.min_severity, Type::INT2),
+                (&after_at, Type::TIMESTAMPTZ),
+                (&after_id, Type::INT8),
+                (&probe, Type::INT8),
+            ];
+            tx.query(&sql, &params).await
+        })
+    })
+    .await?;
+    let truncated = rows.len() as i64 > limit;
+    let page = &rows[..rows.len().min(limit as usize)];
+    let next_cursor = match (truncated, page.last()) {
+        (true, Some(last)) => Some(store.cursor_key.sign(
+            &tenant,
+            &fingerprint,
+            &Position {
+                at: last.get("occurred_at"),
+                id: last.get("id"),
+            },
+        )),
+        _ => None,
+    };
+    let events: Vec<Value> = page.iter().map(|r| event_json(r, with_payload)).collect();
+    done(json!({
+        "count": events.len(),
+        "events": events,
+        "limit": limit,
+        "truncated": truncated,
+        "next_cursor": next_cursor,
+    }))
+}
+
+async fn get_event(store: Arc<Store>, args: Map<String, Value>, ctx: RequestContext) -> ToolResult {
+    let tenant = tenant(&ctx)?;
+    let id = args.get("id").and_then(Value::as_i64).unwrap_or(0);
+    let rows = read(&store, "get_event", &tenant, move |tx| {
+        Box::pin(async move {
+            let sql = format!("SELECT {EVENT_COLUMNS} FROM events WHERE id = $1");
+            tx.query(&sql, &[(&id, Type::INT8)]).await
+        })
+    })
+    .await?;
+    match rows.first() {
+        Some(row) => done(json!({ "event": event_json(row, true) })),
+        // Row-level security makes another tenant's event indistinguishable from none.
+        None => fail(format!(
+            "No event with id {id} in your tenant. Use query_events to find event ids."
+        )),
+    }
+}
+
+async fn get_entity_state(
+    store: Arc<Store>,
+    args: Map<String, Value>,
+    ctx: RequestContext,
+) -> ToolResult {
+    let tenant = tenant(&ctx)?;
+    let entity = args
+        .get("entity_id")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let e = entity.clone();
+    let rows = read(&store, "get_entity_state", &tenant, move |tx| {
+        let e = e.clone();
+        Box::pin(async move {
+            tx.query(
+                "SELECT entity_id, entity_type, state, last_event_id, updated_at FROM entity_state WHERE entity_id = $1",
+                &[(&e, Type::TEXT)],
+            )
+            .await
+        })
+    })
+    .await?;
+    match rows.first() {
+        Some(r) => done(json!({
+            "entity_id": r.get::<_, String>(0),
+            "entity_type": r.get::<_, String>(1),
+            "state": r.get::<_, Value>(2),
+            "last_event_id": r.get::<_, Option<i64>>(3),
+            "updated_at": r.get::<_, Timestamp>(4).to_string(),
+        })),
+        None => fail(format!(
+            "No entity {entity:?} in your tenant. Entity ids are exact; use query_events (or describe_data for entity types) to find them."
+        )),
+    }
+}
+
+fn required_window(args: &Map<String, Value>) -> Result<(Timestamp, Timestamp), ToolError> {
+    let (since, until) = window(args)?;
+    let until = until.unwrap_or_else(Timestamp::now);
+    let since = since.ok_or_else(|| ToolError::Execution("since is required.".into()))?;
+    if since >= until {
+        return Err(ToolError::Execution(format!(
+            "The window is empty: since ({since}) must be before until ({until})."
+        )));
+    }
+    Ok((since, until))
+}
+
+async fn summarize_window(
+    store: Arc<Store>,
+    args: Map<String, Value>,
+    ctx: RequestContext,
+) -> ToolResult {
+    let tenant = tenant(&ctx)?;
+    let (since, until) = required_window(&args)?;
+    let entity = args
+        .get("entity_id")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let max = args
+        .get("max_summaries")
+        .and_then(Value::as_i64)
+        .unwrap_or(20)
+        .clamp(1, 100);
+    let probe = max + 1;
+    let (tally, summaries) = read(&store, "summarize_window", &tenant, move |tx| {
+        let entity = entity.clone();
+        Box::pin(async move {
+            let scope = "occurred_at >= $1 AND occurred_at < $2 AND ($3::text IS NULL OR entity_id = $3)";
+            let base: [Param<'_>; 3] = [(&since, Type::TIMESTAMPTZ), (&until, Type::TIMESTAMPTZ), (&entity, Type::TEXT)];
+            let tally = tx
+                .query(&format!("SELECT severity, count(*) FROM events WHERE {scope} GROUP BY severity"), &base)
+                .await?;
+            let mut params = base.to_vec();
+            params.push((&probe, Type::INT8));
+            let summaries = tx
+                .query(
+                    &format!(
+                        "SELECT id, entity_id, event_type, severity, occurred_at, ai_summary FROM events \
+                         WHERE {scope} AND ai_summary IS NOT NULL ORDER BY occurred_at DESC, id DESC LIMIT $4"
+                    ),
+                    &params,
+                )
+                .await?;
+            Ok((tally, summaries))
+        })
+    })
+    .await?;
+    let mut counts = Map::new();
+    let mut total = 0i64;
+    for name in SEVERITIES {
+        counts.insert(name.into(), json!(0));
+    }
+    for r in &tally {
+        let n: i64 = r.get(1);
+        total += n;
+        counts.insert(severity_name(r.get(0)).into(), json!(n));
+    }
+    let truncated = summaries.len() as i64 > max;
+    done(json!({
+        "since": since.to_string(),
+        "until": until.to_string(),
+        "severity_counts": counts,
+        "total_events": total,
+        "summaries": summaries.iter().take(max as usize).map(|r| json!({
+            "id": r.get::<_, i64>(0),
+            "entity_id": r.get::<_, String>(1),
+            "event_type": r.get::<_, String>(2),
+            "severity": severity_name(r.get(3)),
+            "occurred_at": r.get::<_, Timestamp>(4).to_string(),
+            "ai_summary": r.get::<_, String>(5),
+        })).collect::<Vec<_>>(),
+        "truncated": truncated,
+    }))
+}
+
+/// The most buckets one `count_events` call returns.
+const MAX_BUCKETS: i64 = 1000;
+
+async fn count_events(
+    store: Arc<Store>,
+    args: Map<String, Value>,
+    ctx: RequestContext,
+) -> ToolResult {
+    let tenant = tenant(&ctx)?;
+    let (since, until) = required_window(&args)?;
+    let bucket = args
+        .get("bucket")
+        .and_then(Value::as_str)
+        .unwrap_or("hour")
+        .to_owned();
+    let group_by = args
+        .get("group_by")
+        .and_then(Value::as_str)
+        .unwrap_or("none")
+        .to_owned();
+    let seconds = match bucket.as_str() {
+        "minute" => 60,
+        "day" => 86_400,
+        _ => 3_600,
+    };
+    let span = until.as_second() - since.as_second();
+    if span / seconds > MAX_BUCKETS {
+        return fail(format!(
+            "That window holds {} {bucket} buckets; at most {MAX_BUCKETS} are returned. Use a larger bucket or a shorter window.",
+            span / seconds
+        ));
+    }
+    let entity = args
+        .get("entity_id")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let types = strings(&args, "event_types");
+    // The grouping column is chosen from a fixed set, never from the caller's text.
+    let key = match group_by.as_str() {
+        "event_type" => "event_type",
+        "severity" => "severity::text",
+        _ => "''",
+    };
+    let interval = format!("{seconds} seconds");
+    let rows = read(&store, "count_events", &tenant, move |tx| {
+        let (entity, types, interval) = (entity.clone(), types.clone(), interval.clone());
+        Box::pin(async move {
+            let sql = format!(
+                "SELECT date_bin($1::text::interval, occurred_at, $2) AS b, {key} AS k, count(*) FROM events \
+                 WHERE occurred_at >= $2 AND occurred_at < $3 \
+                   AND ($4::text IS NULL OR entity_id = $4) AND ($5::text[] IS NULL OR event_type = ANY($5)) \
+                 GROUP BY b, k ORDER BY b, k LIMIT $6"
+            );
+            let cap = MAX_BUCKETS * 10;
+            tx.query(
+                &sql,
+                &[
+                    (&interval, Type::TEXT),
+                    (&since, Type::TIMESTAMPTZ),
+                    (&until, Type::TIMESTAMPTZ),
+                    (&entity, Type::TEXT),
+                    (&types, Type::TEXT_ARRAY),
+                    (&cap, Type::INT8),
+                ],
+            )
+            .await
+        })
+    })
+    .await?;
+    let mut total = 0;
+    let buckets: Vec<Value> = rows
+        .iter()
+        .map(|r| {
+            let n: i64 = r.get(2);
+            total += n;
+            let mut b = json!({ "start": r.get::<_, Timestamp>(0).to_string(), "count": n });
+            let k: String = r.get(1);
+            match group_by.as_str() {
+                "severity" => b["severity"] = json!(severity_name(k.parse().unwrap_or(-1))),
+                "event_type" => b["event_type"] = json!(k),
+                _ => {}
+            }
+            b
+        })
+        .collect();
+    done(
+        json!({ "bucket": bucket, "group_by": group_by, "buckets": buckets, "total_events": total }),
+    )
+}

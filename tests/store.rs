@@ -1,0 +1,709 @@
+//! The event-store tools on a real PostgreSQL, reached through a real PgBouncer in
+//! transaction mode with TLS verified against a CA made for the run (`scripts/pgbouncer`).
+//! Each test gets its own database.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use mcp::App;
+use mcp_db::{Db, DbConfig, DbError, TlsMode};
+use mcp_tools::{CursorKey, Store};
+use serde_json::{Value, json};
+use tokio_postgres::{Client, NoTls};
+
+use crate::authkit::{app_serving, auth_config, claims, keys, static_keys};
+use crate::helpers::{Answer, post_json, send};
+
+const ADMIN: &str = "postgres://postgres@127.0.0.1:5432";
+
+fn pgbouncer() -> (u16, String) {
+    let port = std::env::var("TEST_PGBOUNCER_PORT")
+        .ok()
+        .and_then(|p| p.parse().ok());
+    let ca = std::env::var("TEST_PGBOUNCER_CA").ok();
+    match (port, ca) {
+        (Some(port), Some(ca)) => (port, ca),
+        _ => panic!(
+            "TEST_PGBOUNCER_PORT and TEST_PGBOUNCER_CA must name a running TLS PgBouncer: run scripts/test, or `scripts/pgbouncer start 6434` and export both"
+        ),
+    }
+}
+
+async fn admin(db: &str) -> Client {
+    let (client, connection) = tokio_postgres::connect(&format!("{ADMIN}/{db}"), NoTls)
+        .await
+        .expect("local PostgreSQL");
+    tokio::spawn(connection);
+    client
+}
+
+/// Roles are cluster-wide: parallel tests must not create them concurrently.
+static MIGRATING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+struct TestDb {
+    name: String,
+    admin: Client,
+}
+
+impl TestDb {
+    async fn create() -> Self {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let name = format!(
+            "mcp_t_{}_{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        );
+        admin("postgres")
+            .await
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .await
+            .unwrap();
+        let mut client = admin(&name).await;
+        {
+            let _guard = MIGRATING.lock().await;
+            migrate::migrate(&mut client).await.unwrap();
+        }
+        Self {
+            name,
+            admin: client,
+        }
+    }
+
+    fn store(&self, user: &str, statement_timeout: Duration) -> Arc<Store> {
+        let (port, ca) = pgbouncer();
+        let pem = std::fs::read(ca).unwrap();
+        let roots = rustls_roots(&pem);
+        Arc::new(Store {
+            db: Db::new(DbConfig {
+                url: format!("postgres://{user}@127.0.0.1:{port}/{}", self.name),
+                tls: TlsMode::VerifyFull { roots },
+                connect_timeout: Duration::from_secs(3),
+            }),
+            cursor_key: CursorKey::new(vec![42u8; 32]).unwrap(),
+            statement_timeout,
+        })
+    }
+
+    async fn count(&self) -> i64 {
+        self.admin
+            .query_one("SELECT count(*) FROM events", &[])
+            .await
+            .unwrap()
+            .get(0)
+    }
+}
+
+fn rustls_roots(pem: &[u8]) -> Vec<mcp_db::CertificateDer<'static>> {
+    mcp_db::parse_roots(pem).unwrap()
+}
+
+/// Two tenants. `acme` has five events on svc-a and svc-b; `globex` has the same entity id
+/// with secrets that must never reach acme.
+async fn fixture() -> TestDb {
+    let db = TestDb::create().await;
+    db.admin
+        .batch_execute(
+            r#"
+            INSERT INTO event_types (name, description, field_schema) VALUES
+              ('alert.fired', 'A monitoring alert started firing', '{"type":"object"}'),
+              ('deploy.finished', 'A deployment completed', '{"type":"object"}'),
+              ('incident.opened', 'An incident was declared', '{"type":"object"}');
+            INSERT INTO events (tenant_id, entity_id, entity_type, event_type, severity, occurred_at, tags, payload, structured, ai_summary) VALUES
+              ('acme', 'svc-a', 'service', 'deploy.finished', 1, '2026-11-01T10:00:00Z', '{region:eu,team:core}', '{"k":1}', '{"version":"1.2.0"}', NULL),
+              ('acme', 'svc-a', 'service', 'alert.fired', 4, '2026-11-01T11:00:00Z', '{region:eu,paging}', '{"k":2}', '{"alert":"p99"}', 'p99 latency high on svc-a'),
+              ('acme', 'svc-b', 'service', 'alert.fired', 3, '2026-11-01T12:00:00Z', '{region:us}', '{"k":3}', '{"alert":"errors"}', 'error rate up on svc-b'),
+              ('acme', 'svc-a', 'service', 'incident.opened', 5, '2026-11-01T13:00:00Z', '{region:eu,paging}', '{"k":4}', '{"title":"svc-a down"}', 'incident declared for svc-a'),
+              ('acme', 'svc-b', 'service', 'deploy.finished', 1, '2026-11-02T09:00:00Z', '{region:us}', '{"k":5}', '{"version":"2.0.0"}', NULL),
+              ('globex', 'svc-a', 'service', 'incident.opened', 5, '2026-11-01T12:30:00Z', '{region:eu,paging}', '{"secret":"SECRET-GLOBEX"}', '{}', 'SECRET-GLOBEX summary'),
+              ('globex', 'svc-a', 'service', 'alert.fired', 4, '2026-11-01T10:30:00Z', '{region:eu}', '{}', '{}', 'SECRET-GLOBEX alert');
+            INSERT INTO entity_state (tenant_id, entity_id, entity_type, state, updated_at) VALUES
+              ('acme', 'svc-a', 'service', '{"status":"degraded"}', '2026-11-01T13:00:00Z'),
+              ('globex', 'svc-a', 'service', '{"status":"SECRET-GLOBEX"}', '2026-11-01T12:30:00Z');
+            "#,
+        )
+        .await
+        .unwrap();
+    db
+}
+
+fn app(db: &TestDb) -> App {
+    let server =
+        mcp::production_server(Some(db.store("mcp_endpoint", Duration::from_secs(5)))).unwrap();
+    app_serving(auth_config(static_keys(&[&keys().rsa])), server)
+}
+
+fn token(tenant: Option<&str>) -> String {
+    let mut c = claims();
+    match tenant {
+        Some(t) => c["tenant_id"] = json!(t),
+        None => {
+            c.as_object_mut().unwrap().remove("tenant_id");
+        }
+    }
+    keys().rsa.sign(&c)
+}
+
+async fn call(app: &App, token: &str, tool: &str, args: Value) -> Answer {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": args}});
+    let bearer = format!("Bearer {token}");
+    send(
+        app,
+        post_json(
+            &body,
+            &[
+                ("authorization", bearer.as_str()),
+                ("mcp-protocol-version", "2025-11-25"),
+            ],
+        ),
+    )
+    .await
+}
+
+/// The structured result of a successful call.
+fn ok(a: &Answer) -> &Value {
+    assert_eq!(a.status, 200, "{a:?}");
+    assert_ne!(a.result()["isError"], true, "{a:?}");
+    &a.result()["structuredContent"]
+}
+
+/// The text of an isError result.
+fn tool_error(a: &Answer) -> String {
+    assert_eq!(a.result()["isError"], true, "{a:?}");
+    a.result()["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+fn ids(v: &Value) -> Vec<i64> {
+    v["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["id"].as_i64().unwrap())
+        .collect()
+}
+
+fn times(v: &Value) -> Vec<String> {
+    v["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["occurred_at"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn describe_data_reports_the_callers_tenant_only() {
+    let db = fixture().await;
+    let app = app(&db);
+    let a = call(&app, &token(Some("acme")), "describe_data", json!({})).await;
+    let v = ok(&a);
+    assert_eq!(v["total_events"], 5);
+    assert_eq!(v["first_event_at"], "2026-11-01T10:00:00Z");
+    assert_eq!(v["last_event_at"], "2026-11-02T09:00:00Z");
+    assert_eq!(v["entity_types"], json!([{"name": "service", "events": 5}]));
+    let names: Vec<&str> = v["event_types"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["alert.fired", "deploy.finished", "incident.opened"]);
+    let sev: Vec<(String, i64)> = v["severities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["name"].as_str().unwrap().into(),
+                s["events"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        sev,
+        [
+            ("debug".into(), 0),
+            ("info".into(), 2),
+            ("notice".into(), 0),
+            ("warning".into(), 1),
+            ("error".into(), 1),
+            ("critical".into(), 1)
+        ]
+    );
+    let a = call(&app, &token(Some("globex")), "describe_data", json!({})).await;
+    assert_eq!(ok(&a)["total_events"], 2);
+}
+
+#[tokio::test]
+async fn query_events_filters_newest_first() {
+    let db = fixture().await;
+    let app = app(&db);
+    let acme = token(Some("acme"));
+    let q = |args: Value| {
+        let (app, acme) = (&app, &acme);
+        async move { call(app, acme, "query_events", args).await }
+    };
+    let all = q(json!({})).await;
+    let v = ok(&all);
+    assert_eq!(
+        times(v),
+        [
+            "2026-11-02T09:00:00Z",
+            "2026-11-01T13:00:00Z",
+            "2026-11-01T12:00:00Z",
+            "2026-11-01T11:00:00Z",
+            "2026-11-01T10:00:00Z"
+        ]
+    );
+    assert_eq!(
+        (
+            v["count"].as_i64(),
+            v["limit"].as_i64(),
+            v["truncated"].as_bool(),
+            v["next_cursor"].is_null()
+        ),
+        (Some(5), Some(50), Some(false), true)
+    );
+    assert!(
+        v["events"][0].get("payload").is_none(),
+        "payload only on request"
+    );
+    for (args, expected) in [
+        (
+            json!({"entity_id": "svc-a"}),
+            vec![
+                "2026-11-01T13:00:00Z",
+                "2026-11-01T11:00:00Z",
+                "2026-11-01T10:00:00Z",
+            ],
+        ),
+        (
+            json!({"min_severity": "warning"}),
+            vec![
+                "2026-11-01T13:00:00Z",
+                "2026-11-01T12:00:00Z",
+                "2026-11-01T11:00:00Z",
+            ],
+        ),
+        (
+            json!({"tags_any": ["paging", "team:core"]}),
+            vec![
+                "2026-11-01T13:00:00Z",
+                "2026-11-01T11:00:00Z",
+                "2026-11-01T10:00:00Z",
+            ],
+        ),
+        (
+            json!({"tags_all": ["region:eu", "paging"]}),
+            vec!["2026-11-01T13:00:00Z", "2026-11-01T11:00:00Z"],
+        ),
+        (
+            json!({"event_types": ["alert.fired"]}),
+            vec!["2026-11-01T12:00:00Z", "2026-11-01T11:00:00Z"],
+        ),
+        (
+            json!({"since": "2026-11-01T11:00:00Z", "until": "2026-11-01T13:00:00Z"}),
+            vec!["2026-11-01T12:00:00Z", "2026-11-01T11:00:00Z"],
+        ),
+        (
+            json!({"since": "2026-11-01T12:00:00+01:00"}),
+            vec![
+                "2026-11-02T09:00:00Z",
+                "2026-11-01T13:00:00Z",
+                "2026-11-01T12:00:00Z",
+                "2026-11-01T11:00:00Z",
+            ],
+        ),
+        (
+            json!({"entity_id": "svc-a'; DELETE FROM events; --"}),
+            vec![],
+        ),
+        (json!({"tags_any": ["x' OR '1'='1"]}), vec![]),
+    ] {
+        let a = q(args.clone()).await;
+        assert_eq!(times(ok(&a)), expected, "{args}");
+    }
+    let a = q(json!({"include_payload": true, "limit": 1})).await;
+    assert_eq!(ok(&a)["events"][0]["payload"], json!({"k": 5}));
+    let message = tool_error(
+        &q(json!({"since": "2026-11-02T00:00:00Z", "until": "2026-11-01T00:00:00Z"})).await,
+    );
+    assert!(
+        message.contains("since") && message.contains("before until"),
+        "{message}"
+    );
+    let message = tool_error(&q(json!({"since": "yesterday"})).await);
+    assert!(message.contains("RFC 3339"), "{message}");
+    for bad in [
+        json!({"limit": 501}),
+        json!({"limit": 0}),
+        json!({"min_severity": "loud"}),
+        json!({"entity_id": ""}),
+    ] {
+        assert!(
+            tool_error(&q(bad.clone()).await).starts_with("Invalid arguments"),
+            "{bad}"
+        );
+    }
+    assert_eq!(db.count().await, 7, "nothing was written");
+}
+
+#[tokio::test]
+async fn pages_follow_a_signed_cursor_bound_to_tenant_and_filter() {
+    let db = fixture().await;
+    let app = app(&db);
+    let acme = token(Some("acme"));
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut pages = 0;
+    loop {
+        let mut args = json!({"limit": 2});
+        if let Some(c) = &cursor {
+            args["cursor"] = json!(c);
+        }
+        let a = call(&app, &acme, "query_events", args).await;
+        let v = ok(&a).clone();
+        pages += 1;
+        seen.extend(ids(&v));
+        assert_eq!(
+            v["truncated"].as_bool().unwrap(),
+            !v["next_cursor"].is_null()
+        );
+        match v["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => break,
+        }
+    }
+    assert_eq!(pages, 3);
+    let all = call(&app, &acme, "query_events", json!({})).await;
+    assert_eq!(
+        seen,
+        ids(ok(&all)),
+        "pages cover every event once, in order"
+    );
+
+    let first = call(&app, &acme, "query_events", json!({"limit": 2})).await;
+    let c = ok(&first)["next_cursor"].as_str().unwrap().to_owned();
+    let mut tampered = c.clone();
+    tampered.replace_range(0..1, if c.starts_with('e') { "f" } else { "e" });
+    let m = tool_error(
+        &call(
+            &app,
+            &acme,
+            "query_events",
+            json!({"limit": 2, "cursor": tampered}),
+        )
+        .await,
+    );
+    assert!(m.starts_with("Invalid cursor"), "{m}");
+    let m = tool_error(
+        &call(
+            &app,
+            &acme,
+            "query_events",
+            json!({"limit": 2, "cursor": c, "entity_id": "svc-a"}),
+        )
+        .await,
+    );
+    assert!(m.contains("different query"), "{m}");
+    let m = tool_error(
+        &call(
+            &app,
+            &token(Some("globex")),
+            "query_events",
+            json!({"limit": 2, "cursor": c}),
+        )
+        .await,
+    );
+    assert!(m.starts_with("Invalid cursor"), "{m}");
+}
+
+#[tokio::test]
+async fn entity_state_and_single_events_are_tenant_scoped() {
+    let db = fixture().await;
+    let app = app(&db);
+    let (acme, globex) = (token(Some("acme")), token(Some("globex")));
+    let a = call(
+        &app,
+        &acme,
+        "get_entity_state",
+        json!({"entity_id": "svc-a"}),
+    )
+    .await;
+    assert_eq!(ok(&a)["state"], json!({"status": "degraded"}));
+    let a = call(
+        &app,
+        &globex,
+        "get_entity_state",
+        json!({"entity_id": "svc-a"}),
+    )
+    .await;
+    assert_eq!(ok(&a)["state"], json!({"status": "SECRET-GLOBEX"}));
+    let m = tool_error(
+        &call(
+            &app,
+            &acme,
+            "get_entity_state",
+            json!({"entity_id": "svc-z"}),
+        )
+        .await,
+    );
+    assert!(m.contains("No entity \"svc-z\""), "{m}");
+
+    let globex_event: i64 = db
+        .admin
+        .query_one("SELECT min(id) FROM events WHERE tenant_id = 'globex'", &[])
+        .await
+        .unwrap()
+        .get(0);
+    let a = call(&app, &globex, "get_event", json!({"id": globex_event})).await;
+    assert_eq!(
+        ok(&a)["event"]["payload"],
+        json!({"secret": "SECRET-GLOBEX"})
+    );
+    let m = tool_error(&call(&app, &acme, "get_event", json!({"id": globex_event})).await);
+    assert_eq!(
+        m,
+        format!(
+            "No event with id {globex_event} in your tenant. Use query_events to find event ids."
+        )
+    );
+}
+
+#[tokio::test]
+async fn windows_are_summarised_and_counted() {
+    let db = fixture().await;
+    let app = app(&db);
+    let acme = token(Some("acme"));
+    let window = json!({"since": "2026-11-01T00:00:00Z", "until": "2026-11-03T00:00:00Z"});
+    let a = call(&app, &acme, "summarize_window", window.clone()).await;
+    let v = ok(&a);
+    assert_eq!(v["total_events"], 5);
+    assert_eq!(
+        v["severity_counts"],
+        json!({"debug": 0, "info": 2, "notice": 0, "warning": 1, "error": 1, "critical": 1})
+    );
+    let summaries: Vec<&str> = v["summaries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["ai_summary"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        summaries,
+        [
+            "incident declared for svc-a",
+            "error rate up on svc-b",
+            "p99 latency high on svc-a"
+        ]
+    );
+    assert_eq!(v["truncated"], false);
+    let mut capped = window.clone();
+    capped["max_summaries"] = json!(1);
+    assert_eq!(
+        ok(&call(&app, &acme, "summarize_window", capped).await)["truncated"],
+        true
+    );
+
+    let mut by_day = window.clone();
+    by_day["bucket"] = json!("day");
+    by_day["group_by"] = json!("severity");
+    let a = call(&app, &acme, "count_events", by_day).await;
+    let v = ok(&a);
+    assert_eq!(v["total_events"], 5);
+    assert_eq!(
+        v["buckets"],
+        json!([
+            {"start": "2026-11-01T00:00:00Z", "severity": "info", "count": 1},
+            {"start": "2026-11-01T00:00:00Z", "severity": "warning", "count": 1},
+            {"start": "2026-11-01T00:00:00Z", "severity": "error", "count": 1},
+            {"start": "2026-11-01T00:00:00Z", "severity": "critical", "count": 1},
+            {"start": "2026-11-02T00:00:00Z", "severity": "info", "count": 1},
+        ])
+    );
+    let mut minutes = window;
+    minutes["bucket"] = json!("minute");
+    let m = tool_error(&call(&app, &acme, "count_events", minutes).await);
+    assert!(m.contains("at most 1000"), "{m}");
+}
+
+#[tokio::test]
+async fn no_tool_leaks_another_tenants_rows_and_no_tenant_means_no_data() {
+    let db = fixture().await;
+    let app = app(&db);
+    let acme = token(Some("acme"));
+    let window = json!({"since": "2026-10-01T00:00:00Z", "until": "2026-12-01T00:00:00Z"});
+    for (tool, args) in [
+        ("describe_data", json!({})),
+        (
+            "query_events",
+            json!({"include_payload": true, "limit": 500}),
+        ),
+        (
+            "query_events",
+            json!({"entity_id": "svc-a", "include_payload": true}),
+        ),
+        ("summarize_window", window.clone()),
+        (
+            "count_events",
+            json!({"since": "2026-10-01T00:00:00Z", "until": "2026-12-01T00:00:00Z", "group_by": "event_type"}),
+        ),
+        ("get_entity_state", json!({"entity_id": "svc-a"})),
+    ] {
+        let a = call(&app, &acme, tool, args).await;
+        assert_eq!(a.status, 200);
+        assert!(
+            !String::from_utf8_lossy(&a.raw).contains("SECRET-GLOBEX"),
+            "{tool} leaked: {a:?}"
+        );
+    }
+    // With a tenant claim configured, a token without one never gets in.
+    assert_eq!(
+        call(&app, &token(None), "query_events", json!({}))
+            .await
+            .status,
+        401
+    );
+    // Without a tenant claim or default tenant, a caller has no tenant and reads nothing.
+    let mut config = auth_config(static_keys(&[&keys().rsa]));
+    config.tenant_claim = None;
+    let server =
+        mcp::production_server(Some(db.store("mcp_endpoint", Duration::from_secs(5)))).unwrap();
+    let tenantless = app_serving(config, server);
+    let m = tool_error(&call(&tenantless, &token(None), "query_events", json!({})).await);
+    assert!(m.contains("names no tenant"), "{m}");
+}
+
+#[tokio::test]
+async fn the_database_refuses_every_write_and_bypass_even_from_inside_a_read() {
+    let db = fixture().await;
+    let store = db.store("mcp_endpoint", Duration::from_secs(5));
+    let attempts = [
+        "INSERT INTO events (tenant_id, entity_id, entity_type, event_type, severity, occurred_at) VALUES ('acme','x','x','alert.fired',1,now())",
+        "UPDATE events SET severity = 0",
+        "DELETE FROM events",
+        "SET TRANSACTION READ WRITE",
+        "COMMIT; DELETE FROM events",
+        "SELECT 1; DELETE FROM events",
+        "SELECT pg_read_file('/etc/passwd')",
+        "EXPLAIN ANALYZE DELETE FROM events",
+        "CREATE TABLE x (a int)",
+        "SELECT set_config('default_transaction_read_only', 'off', false); DELETE FROM events",
+        "COPY events TO '/tmp/leak'",
+    ];
+    for sql in attempts {
+        let result = store
+            .db
+            .read("acme", Duration::from_secs(5), |tx| {
+                Box::pin(async move { tx.query(sql, &[]).await })
+            })
+            .await;
+        assert!(
+            matches!(result, Err(DbError::Query(_))),
+            "{sql}: {result:?}"
+        );
+    }
+    // Another tenant's rows stay invisible even to a hand-written query: RLS, not our SQL.
+    let rows = store
+        .db
+        .read("acme", Duration::from_secs(5), |tx| {
+            Box::pin(async move { tx.query("SELECT tenant_id FROM events", &[]).await })
+        })
+        .await
+        .unwrap();
+    assert!(rows.iter().all(|r| r.get::<_, String>(0) == "acme"));
+    assert_eq!(rows.len(), 5);
+    assert_eq!(db.count().await, 7, "nothing was written");
+}
+
+#[tokio::test]
+async fn a_role_that_could_write_or_bypass_rls_is_refused() {
+    let db = fixture().await;
+    // Through PgBouncer as the superuser.
+    let superuser = db.store("postgres", Duration::from_secs(5));
+    let result = superuser
+        .db
+        .read("acme", Duration::from_secs(5), |tx| {
+            Box::pin(async move { tx.query("SELECT 1", &[]).await })
+        })
+        .await;
+    assert!(
+        matches!(&result, Err(DbError::UnsafeRole(p)) if p == "is a superuser"),
+        "{result:?}"
+    );
+    // Directly, as a role that may insert (plain TCP is allowed on loopback only).
+    db.admin
+        .batch_execute(
+            "DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'mcp_test_writer') THEN CREATE ROLE mcp_test_writer LOGIN; END IF; END $$; \
+             ALTER ROLE mcp_test_writer SET default_transaction_read_only = on; \
+             GRANT SELECT, INSERT ON events TO mcp_test_writer;",
+        )
+        .await
+        .unwrap();
+    let writer = Db::new(DbConfig {
+        url: format!("postgres://mcp_test_writer@127.0.0.1:5432/{}", db.name),
+        tls: TlsMode::Disable,
+        connect_timeout: Duration::from_secs(3),
+    });
+    let result = writer
+        .read("acme", Duration::from_secs(5), |tx| {
+            Box::pin(async move { tx.query("SELECT 1", &[]).await })
+        })
+        .await;
+    assert!(
+        matches!(&result, Err(DbError::UnsafeRole(p)) if p == "can write to a table"),
+        "{result:?}"
+    );
+    // Through the endpoint the refusal is an opaque internal error, and nothing is read.
+    let server = mcp::production_server(Some(superuser)).unwrap();
+    let app = app_serving(auth_config(static_keys(&[&keys().rsa])), server);
+    let a = call(&app, &token(Some("acme")), "describe_data", json!({})).await;
+    assert_eq!(a.assert_error(500, -32603), "Internal error");
+}
+
+#[tokio::test]
+async fn hot_queries_use_the_tenant_indexes() {
+    let db = TestDb::create().await;
+    let mut seeder = admin(&db.name).await;
+    migrate::seed(
+        &mut seeder,
+        &["tenant-a", "tenant-b"],
+        20_000,
+        "2026-12-01T00:00:00Z".parse().unwrap(),
+    )
+    .await
+    .unwrap();
+    db.admin.batch_execute("ANALYZE").await.unwrap();
+    db.admin
+        .batch_execute("SET ROLE mcp_reader; SELECT set_config('app.tenant_id', 'tenant-a', false)")
+        .await
+        .unwrap();
+    for (sql, index) in [
+        (
+            "SELECT id FROM events WHERE entity_id = 'svc-checkout-1' ORDER BY occurred_at DESC, id DESC LIMIT 51",
+            "events_tenant_entity_time",
+        ),
+        (
+            "SELECT id FROM events ORDER BY occurred_at DESC, id DESC LIMIT 51",
+            "events_tenant_time",
+        ),
+        (
+            "SELECT id FROM events WHERE event_type = 'incident.opened' ORDER BY occurred_at DESC, id DESC LIMIT 51",
+            "events_tenant_type_time",
+        ),
+    ] {
+        let plan: Vec<String> = db
+            .admin
+            .query(&format!("EXPLAIN {sql}"), &[])
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        let plan = plan.join("\n");
+        assert!(plan.contains(index), "{sql}\n{plan}");
+    }
+}

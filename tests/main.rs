@@ -10,6 +10,7 @@ mod events;
 mod handshake;
 mod helpers;
 mod http_layer;
+mod secrets;
 mod stateless;
 mod store;
 mod tools;

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use mcp::App;
-use mcp_db::{Db, DbConfig, DbError, TlsMode};
+use mcp_db::{Credentials, Db, DbConfig, DbError, TlsMode};
 use mcp_tools::{CursorKey, Store};
 use serde_json::{Value, json};
 use tokio_postgres::{Client, NoTls};
@@ -15,7 +15,7 @@ use tokio_postgres::{Client, NoTls};
 use crate::authkit::{app_serving, auth_config, claims, keys, static_keys};
 use crate::helpers::{Answer, post_json, send};
 
-const ADMIN: &str = "postgres://postgres@127.0.0.1:5432";
+pub(crate) const ADMIN: &str = "postgres://postgres@127.0.0.1:5432";
 
 fn pgbouncer() -> (u16, String) {
     let port = std::env::var("TEST_PGBOUNCER_PORT")
@@ -30,7 +30,7 @@ fn pgbouncer() -> (u16, String) {
     }
 }
 
-async fn admin(db: &str) -> Client {
+pub(crate) async fn admin(db: &str) -> Client {
     let (client, connection) = tokio_postgres::connect(&format!("{ADMIN}/{db}"), NoTls)
         .await
         .expect("local PostgreSQL");
@@ -41,13 +41,13 @@ async fn admin(db: &str) -> Client {
 /// Roles are cluster-wide: parallel tests must not create them concurrently.
 static MIGRATING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-struct TestDb {
-    name: String,
-    admin: Client,
+pub(crate) struct TestDb {
+    pub(crate) name: String,
+    pub(crate) admin: Client,
 }
 
 impl TestDb {
-    async fn create() -> Self {
+    pub(crate) async fn create() -> Self {
         static N: AtomicUsize = AtomicUsize::new(0);
         let name = format!(
             "mcp_t_{}_{}",
@@ -76,7 +76,10 @@ impl TestDb {
         let roots = rustls_roots(&pem);
         Arc::new(Store {
             db: Db::new(DbConfig {
-                url: format!("postgres://{user}@127.0.0.1:{port}/{}", self.name),
+                credentials: Credentials::Url(format!(
+                    "postgres://{user}@127.0.0.1:{port}/{}",
+                    self.name
+                )),
                 tls: TlsMode::VerifyFull { roots },
                 connect_timeout: Duration::from_secs(3),
             }),
@@ -100,7 +103,7 @@ fn rustls_roots(pem: &[u8]) -> Vec<mcp_db::CertificateDer<'static>> {
 
 /// Two tenants. `acme` has five events on svc-a and svc-b; `globex` has the same entity id
 /// with secrets that must never reach acme.
-async fn fixture() -> TestDb {
+pub(crate) async fn fixture() -> TestDb {
     let db = TestDb::create().await;
     db.admin
         .batch_execute(
@@ -644,7 +647,10 @@ async fn a_role_that_could_write_or_bypass_rls_is_refused() {
         .await
         .unwrap();
     let writer = Db::new(DbConfig {
-        url: format!("postgres://mcp_test_writer@127.0.0.1:5432/{}", db.name),
+        credentials: Credentials::Url(format!(
+            "postgres://mcp_test_writer@127.0.0.1:5432/{}",
+            db.name
+        )),
         tls: TlsMode::Disable,
         connect_timeout: Duration::from_secs(3),
     });

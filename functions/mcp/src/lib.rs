@@ -80,16 +80,19 @@ pub fn production_server(store: Option<Arc<Store>>) -> Result<Server, RegistryEr
         .build())
 }
 
-/// The event store from `DATABASE_URL` (+ `DB_SSLMODE`, `DB_CA_FILE`), `CURSOR_SIGNING_KEY`
-/// and `TOOL_STATEMENT_TIMEOUT_MS`. Nothing is connected yet: the first tool call connects.
+/// The event store from `DATABASE_URL` or `DB_SECRET_ID` (+ `DB_SSLMODE`, `DB_CA_FILE`, ...),
+/// `CURSOR_SIGNING_KEY` and `TOOL_STATEMENT_TIMEOUT_MS`. Nothing is connected or fetched yet:
+/// the first tool call does that.
 ///
 /// # Errors
 ///
 /// Names the missing or malformed variable.
-pub fn store_from_env() -> anyhow::Result<Arc<Store>> {
+pub async fn store_from_env() -> anyhow::Result<Arc<Store>> {
     let get = |name: &str| std::env::var(name).ok();
-    let db = mcp_db::DbConfig::from_lookup(get)?.ok_or_else(|| {
-        anyhow::anyhow!("DATABASE_URL is required: the endpoint's tools read the event store")
+    let db = mcp_db::DbConfig::from_lookup(get).await?.ok_or_else(|| {
+        anyhow::anyhow!(
+            "DATABASE_URL or DB_SECRET_ID is required: the endpoint's tools read the event store"
+        )
     })?;
     let key = get("CURSOR_SIGNING_KEY")
         .ok_or_else(|| anyhow::anyhow!("CURSOR_SIGNING_KEY is required (at least 32 bytes)"))?;

@@ -4,6 +4,6 @@
 async fn main() -> Result<(), lambda_http::Error> {
     mcp::init_tracing();
     let config = mcp::Config::from_env()?;
-    let server = mcp::production_server(Some(mcp::store_from_env()?))?;
+    let server = mcp::production_server(Some(mcp::store_from_env().await?))?;
     mcp::run(mcp::App::new(config, server)).await
 }

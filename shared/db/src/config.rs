@@ -1,14 +1,29 @@
 //! Connection settings.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use rustls::pki_types::CertificateDer;
 
+use crate::secret::{Endpoint, SecretSource};
+
+/// Where the user name and password come from.
+#[derive(Debug, Clone)]
+pub enum Credentials {
+    /// `postgres://user:password@host:port/dbname` (`DATABASE_URL`): local runs and tests.
+    Url(String),
+    /// An RDS-format secret in AWS Secrets Manager (`DB_SECRET_ID`), connecting to
+    /// `endpoint` (the proxy) where it overrides the secret.
+    Secret {
+        source: Arc<SecretSource>,
+        endpoint: Endpoint,
+    },
+}
+
 /// How to reach the database.
 #[derive(Debug, Clone)]
 pub struct DbConfig {
-    /// `postgres://user:password@host:port/dbname` (`DATABASE_URL`).
-    pub url: String,
+    pub credentials: Credentials,
     pub tls: TlsMode,
     /// Bound of one connection attempt, TLS included (`DB_CONNECT_TIMEOUT_MS`, 3000).
     pub connect_timeout: Duration,
@@ -31,32 +46,74 @@ pub enum DbConfigError {
     Invalid(&'static str, String),
     #[error("DB_CA_FILE could not be read")]
     CaFile(#[source] std::io::Error),
+    #[error("either DATABASE_URL or DB_SECRET_ID is required, not both")]
+    Ambiguous,
 }
 
 impl DbConfig {
-    /// Reads `DATABASE_URL`, `DB_SSLMODE`, `DB_CA_FILE`, `DB_CONNECT_TIMEOUT_MS`. `Ok(None)`
-    /// without `DATABASE_URL`.
+    /// Reads `DATABASE_URL` or `DB_SECRET_ID` (+ `DB_HOST`, `DB_PORT`, `DB_NAME`,
+    /// `DB_SECRET_TTL_SECS`; the AWS SDK reads its own settings, `AWS_ENDPOINT_URL_SECRETS_MANAGER`
+    /// included), `DB_SSLMODE`, `DB_CA_FILE`, `DB_CONNECT_TIMEOUT_MS`. `Ok(None)` with neither
+    /// credential source.
     ///
     /// # Errors
     ///
     /// Names the variable that is malformed.
-    pub fn from_lookup(
+    pub async fn from_lookup(
         get: impl Fn(&str) -> Option<String>,
     ) -> Result<Option<Self>, DbConfigError> {
-        let Some(url) = get("DATABASE_URL").filter(|u| !u.is_empty()) else {
-            return Ok(None);
+        let url = get("DATABASE_URL").filter(|u| !u.is_empty());
+        let secret_id = get("DB_SECRET_ID").filter(|u| !u.is_empty());
+        let (credentials, host) = match (url, secret_id) {
+            (None, None) => return Ok(None),
+            (Some(_), Some(_)) => return Err(DbConfigError::Ambiguous),
+            (Some(url), None) => {
+                let parsed = url.parse::<tokio_postgres::Config>().map_err(|_| {
+                    DbConfigError::Invalid("DATABASE_URL", "not a postgres:// URL".into())
+                })?;
+                let host = match parsed.get_hosts().first() {
+                    Some(tokio_postgres::config::Host::Tcp(name)) => Some(name.clone()),
+                    _ => None,
+                };
+                (Credentials::Url(url), host)
+            }
+            (None, Some(id)) => {
+                let port = match get("DB_PORT") {
+                    None => None,
+                    Some(p) => Some(
+                        p.parse()
+                            .map_err(|_| DbConfigError::Invalid("DB_PORT", p.clone()))?,
+                    ),
+                };
+                let ttl = match get("DB_SECRET_TTL_SECS") {
+                    None => Duration::from_secs(300),
+                    Some(v) => Duration::from_secs(
+                        v.parse()
+                            .map_err(|_| DbConfigError::Invalid("DB_SECRET_TTL_SECS", v.clone()))?,
+                    ),
+                };
+                let aws = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+                let client = aws_sdk_secretsmanager::Client::new(&aws);
+                let endpoint = Endpoint {
+                    host: get("DB_HOST"),
+                    port,
+                    dbname: get("DB_NAME"),
+                };
+                let host = endpoint.host.clone();
+                (
+                    Credentials::Secret {
+                        source: Arc::new(SecretSource::new(client, id, ttl)),
+                        endpoint,
+                    },
+                    host,
+                )
+            }
         };
-        let parsed = url
-            .parse::<tokio_postgres::Config>()
-            .map_err(|_| DbConfigError::Invalid("DATABASE_URL", "not a postgres:// URL".into()))?;
         let tls = match get("DB_SSLMODE").as_deref().unwrap_or("verify-full") {
             "disable" => {
-                let loopback = parsed.get_hosts().iter().all(|h| match h {
-                    tokio_postgres::config::Host::Tcp(name) => {
-                        matches!(name.as_str(), "127.0.0.1" | "localhost" | "::1")
-                    }
-                    _ => true,
-                });
+                let loopback = host
+                    .as_deref()
+                    .is_some_and(|name| matches!(name, "127.0.0.1" | "localhost" | "::1"));
                 if !loopback {
                     return Err(DbConfigError::Invalid(
                         "DB_SSLMODE",
@@ -91,7 +148,7 @@ impl DbConfig {
             ),
         };
         Ok(Some(Self {
-            url,
+            credentials,
             tls,
             connect_timeout,
         }))

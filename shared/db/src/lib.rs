@@ -11,6 +11,7 @@
 
 mod config;
 mod migrate;
+mod secret;
 mod tls;
 
 use std::future::Future;
@@ -22,9 +23,10 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Client, Row};
 
-pub use config::{DbConfig, DbConfigError, TlsMode};
+pub use config::{Credentials, DbConfig, DbConfigError, TlsMode};
 pub use migrate::{MIGRATIONS, migrate};
 pub use rustls::pki_types::CertificateDer;
+pub use secret::{DbSecret, Endpoint, SecretSource};
 pub use tls::parse_roots;
 
 /// A boxed future borrowing a transaction.
@@ -45,6 +47,8 @@ pub enum DbError {
     Query(#[source] tokio_postgres::Error),
     #[error("the TLS configuration is unusable: {0}")]
     Tls(String),
+    #[error("the database credentials could not be read: {0}")]
+    Secret(String),
     /// The role we connect as could write, is a superuser or bypasses row-level security:
     /// the endpoint refuses to serve rather than rely on its own queries being harmless.
     #[error("refusing to serve: the database role {0}")]
@@ -65,6 +69,21 @@ impl DbError {
     /// Returns true if and only if retrying on a fresh connection may succeed.
     fn is_connection(&self) -> bool {
         matches!(self, Self::ConnectionLost(_))
+    }
+
+    /// Returns true if and only if the server refused the credentials (wrong or rotated
+    /// password). PostgreSQL says 28P01/28000; PgBouncer reports a failed SCRAM exchange as
+    /// 08P01 "SASL authentication failed".
+    fn is_auth(&self) -> bool {
+        let Self::Connect(e) = self else { return false };
+        let Some(db) = e.as_db_error() else {
+            return false;
+        };
+        let code = db.code();
+        *code == SqlState::INVALID_PASSWORD
+            || *code == SqlState::INVALID_AUTHORIZATION_SPECIFICATION
+            || (*code == SqlState::PROTOCOL_VIOLATION
+                && db.message().contains("authentication failed"))
     }
 }
 
@@ -192,12 +211,51 @@ impl Db {
         Ok(())
     }
 
+    /// Runs PgBouncer admin-console commands (simple protocol, outside any transaction):
+    /// for operators and rotation tests, never on the request path.
+    ///
+    /// # Errors
+    ///
+    /// The first refused command.
+    pub async fn admin_console(&self, commands: &[&str]) -> Result<(), DbError> {
+        let client = self.connect().await?;
+        for command in commands {
+            client.simple_query(command).await.map_err(DbError::Query)?;
+        }
+        Ok(())
+    }
+
+    /// Connects with the configured credentials. With a Secrets Manager secret, a refused
+    /// password re-reads the secret once (it may have been rotated) and tries again.
     async fn connect(&self) -> Result<Client, DbError> {
-        let mut pg = self
-            .config
-            .url
-            .parse::<tokio_postgres::Config>()
-            .map_err(DbError::Connect)?;
+        match &self.config.credentials {
+            Credentials::Url(url) => {
+                let pg = url
+                    .parse::<tokio_postgres::Config>()
+                    .map_err(DbError::Connect)?;
+                self.connect_with(pg).await
+            }
+            Credentials::Secret { source, endpoint } => {
+                let secret = source.get(false, self.config.connect_timeout).await?;
+                match self
+                    .connect_with(SecretSource::config(&secret, endpoint)?)
+                    .await
+                {
+                    Err(e) if e.is_auth() => {
+                        tracing::warn!(
+                            "the database refused the cached credentials; re-reading the secret"
+                        );
+                        let secret = source.get(true, self.config.connect_timeout).await?;
+                        self.connect_with(SecretSource::config(&secret, endpoint)?)
+                            .await
+                    }
+                    other => other,
+                }
+            }
+        }
+    }
+
+    async fn connect_with(&self, mut pg: tokio_postgres::Config) -> Result<Client, DbError> {
         // tokio-postgres waits forever by default; a Lambda invocation cannot.
         pg.connect_timeout(self.config.connect_timeout)
             .keepalives(true)

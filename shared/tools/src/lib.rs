@@ -62,7 +62,10 @@ fn db_error(store: &Store, tool: &str, e: DbError) -> ToolError {
             "The query ran past its time budget of {} ms and was cancelled. Narrow the time window (since/until) or add filters (entity_id, event_types).",
             store.statement_timeout.as_millis()
         )),
-        DbError::Connect(_) | DbError::ConnectTimeout | DbError::ConnectionLost(_) => {
+        DbError::Connect(_)
+        | DbError::ConnectTimeout
+        | DbError::ConnectionLost(_)
+        | DbError::Secret(_) => {
             tracing::warn!(tool.name = tool, error = %e, "event store unreachable");
             ToolError::Execution(
                 "The event store is unreachable right now. Retry in a few seconds.".into(),

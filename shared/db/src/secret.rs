@@ -1,0 +1,163 @@
+//! Database credentials from AWS Secrets Manager, in the standard RDS secret format.
+//!
+//! Read on the first connection, cached for the sandbox's life up to a TTL, and re-read once
+//! when the database (or RDS Proxy / PgBouncer) refuses the password: that is how a rotation
+//! reaches warm sandboxes without a redeploy.
+
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+use tokio::sync::Mutex;
+
+use crate::DbError;
+
+/// The fields of an RDS secret we use (`engine`, `dbInstanceIdentifier`... are ignored).
+#[derive(Clone, Deserialize)]
+pub struct DbSecret {
+    pub username: String,
+    pub password: String,
+    pub host: Option<String>,
+    pub port: Option<PortValue>,
+    pub dbname: Option<String>,
+}
+
+impl std::fmt::Debug for DbSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DbSecret")
+            .field("username", &self.username)
+            .field("password", &"<redacted>")
+            .field("host", &self.host)
+            .finish_non_exhaustive()
+    }
+}
+
+/// RDS writes the port as a number; hand-made secrets often hold a string.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+pub enum PortValue {
+    Number(u16),
+    Text(String),
+}
+
+impl PortValue {
+    fn get(&self) -> Option<u16> {
+        match self {
+            Self::Number(n) => Some(*n),
+            Self::Text(s) => s.parse().ok(),
+        }
+    }
+}
+
+/// Where the connection goes when the secret is the credential source: the proxy in front
+/// of the database, not the instance the secret names.
+#[derive(Debug, Clone, Default)]
+pub struct Endpoint {
+    /// `DB_HOST`: overrides the secret's `host` (the RDS Proxy endpoint in AWS).
+    pub host: Option<String>,
+    /// `DB_PORT`.
+    pub port: Option<u16>,
+    /// `DB_NAME`.
+    pub dbname: Option<String>,
+}
+
+/// A Secrets Manager secret and its cache.
+pub struct SecretSource {
+    client: aws_sdk_secretsmanager::Client,
+    secret_id: String,
+    ttl: Duration,
+    cache: Mutex<Option<(DbSecret, Instant)>>,
+}
+
+impl std::fmt::Debug for SecretSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SecretSource")
+            .field("secret_id", &self.secret_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SecretSource {
+    pub fn new(
+        client: aws_sdk_secretsmanager::Client,
+        secret_id: impl Into<String>,
+        ttl: Duration,
+    ) -> Self {
+        Self {
+            client,
+            secret_id: secret_id.into(),
+            ttl,
+            cache: Mutex::new(None),
+        }
+    }
+
+    /// The cached secret, or a fresh read when there is none, it is older than the TTL, or
+    /// `refresh` asks for one (after the database refused the cached password).
+    pub(crate) async fn get(&self, refresh: bool, timeout: Duration) -> Result<DbSecret, DbError> {
+        let mut cache = self.cache.lock().await;
+        if let Some((secret, at)) = cache.as_ref()
+            && !refresh
+            && at.elapsed() < self.ttl
+        {
+            return Ok(secret.clone());
+        }
+        let read = self
+            .client
+            .get_secret_value()
+            .secret_id(&self.secret_id)
+            .send();
+        let output = tokio::time::timeout(timeout, read)
+            .await
+            .map_err(|_| DbError::Secret("reading the secret timed out".into()))?
+            .map_err(|e| {
+                DbError::Secret(format!(
+                    "GetSecretValue failed: {}",
+                    aws_sdk_secretsmanager::error::DisplayErrorContext(&e)
+                ))
+            })?;
+        let text = output
+            .secret_string()
+            .ok_or_else(|| DbError::Secret("the secret has no SecretString".into()))?;
+        let secret: DbSecret = serde_json::from_str(text).map_err(|_| {
+            DbError::Secret(
+                "the secret is not RDS-format JSON (username, password, host, port, dbname)".into(),
+            )
+        })?;
+        tracing::info!(
+            secret.refresh = refresh,
+            "read database credentials from Secrets Manager"
+        );
+        *cache = Some((secret.clone(), Instant::now()));
+        Ok(secret)
+    }
+
+    /// The tokio-postgres configuration for this secret and endpoint.
+    pub(crate) fn config(
+        secret: &DbSecret,
+        endpoint: &Endpoint,
+    ) -> Result<tokio_postgres::Config, DbError> {
+        let host = endpoint
+            .host
+            .clone()
+            .or_else(|| secret.host.clone())
+            .ok_or_else(|| {
+                DbError::Secret("no host: set DB_HOST or put host in the secret".into())
+            })?;
+        let port = endpoint
+            .port
+            .or_else(|| secret.port.as_ref().and_then(PortValue::get))
+            .unwrap_or(5432);
+        let dbname = endpoint
+            .dbname
+            .clone()
+            .or_else(|| secret.dbname.clone())
+            .unwrap_or_else(|| "postgres".into());
+        let mut config = tokio_postgres::Config::new();
+        config
+            .host(&host)
+            .port(port)
+            .user(&secret.username)
+            .password(&secret.password)
+            .dbname(&dbname);
+        Ok(config)
+    }
+}

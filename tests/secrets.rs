@@ -1,0 +1,174 @@
+//! Database credentials from Secrets Manager (a real emulator: moto in server mode), through
+//! a PgBouncer that checks passwords (SCRAM), including a rotation between two calls.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use aws_sdk_secretsmanager::config::{BehaviorVersion, Credentials as AwsCredentials, Region};
+use mcp_db::{Credentials, Db, DbConfig, DbError, Endpoint, SecretSource, TlsMode};
+use serde_json::json;
+
+use crate::store::{TestDb, fixture};
+
+struct Env {
+    moto: String,
+    port: u16,
+    dir: String,
+}
+
+fn env() -> Env {
+    let get = |name: &str| {
+        std::env::var(name).unwrap_or_else(|_| {
+            panic!("{name} is not set: run scripts/test (it starts moto and a SCRAM PgBouncer and exports TEST_MOTO_URL, TEST_PGBOUNCER_SCRAM_PORT, TEST_PGBOUNCER_SCRAM_DIR)")
+        })
+    };
+    Env {
+        moto: get("TEST_MOTO_URL"),
+        port: get("TEST_PGBOUNCER_SCRAM_PORT").parse().unwrap(),
+        dir: get("TEST_PGBOUNCER_SCRAM_DIR"),
+    }
+}
+
+fn secrets_client(endpoint: &str) -> aws_sdk_secretsmanager::Client {
+    let config = aws_sdk_secretsmanager::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .endpoint_url(endpoint)
+        .credentials_provider(AwsCredentials::new("test", "test", None, None, "tests"))
+        .build();
+    aws_sdk_secretsmanager::Client::from_conf(config)
+}
+
+fn secret_json(password: &str, db: &TestDb) -> String {
+    // RDS writes the port as a number and names the instance, not the proxy: DB_HOST/DB_PORT
+    // point the connection at the proxy.
+    json!({"engine": "postgres", "username": "mcp_endpoint", "password": password, "host": "db-instance.invalid", "port": 5432, "dbname": db.name}).to_string()
+}
+
+fn db_with_secret(client: aws_sdk_secretsmanager::Client, secret_id: &str, env: &Env) -> Db {
+    let pem = std::fs::read(format!("{}/ca.crt", env.dir)).unwrap();
+    Db::new(DbConfig {
+        credentials: Credentials::Secret {
+            source: Arc::new(SecretSource::new(
+                client,
+                secret_id,
+                Duration::from_secs(300),
+            )),
+            endpoint: Endpoint {
+                host: Some("127.0.0.1".into()),
+                port: Some(env.port),
+                dbname: None,
+            },
+        },
+        tls: TlsMode::VerifyFull {
+            roots: mcp_db::parse_roots(&pem).unwrap(),
+        },
+        connect_timeout: Duration::from_secs(3),
+    })
+}
+
+async fn count_acme(db: &Db) -> Result<i64, DbError> {
+    db.read("acme", Duration::from_secs(5), |tx| {
+        Box::pin(async move {
+            Ok(tx.query("SELECT count(*) FROM events", &[]).await?[0].get::<_, i64>(0))
+        })
+    })
+    .await
+}
+
+/// Changes the endpoint's password in PgBouncer and drops the connections it holds for
+/// `db`, the way a rotation plus a recycled proxy connection look to a warm sandbox.
+async fn rotate_in_proxy(env: &Env, db: &str, password: &str) {
+    let userlist = format!("{}/userlist.txt", env.dir);
+    std::fs::write(
+        &userlist,
+        format!("\"postgres\" \"postgres-admin\"\n\"mcp_endpoint\" \"{password}\"\n"),
+    )
+    .unwrap();
+    let pem = std::fs::read(format!("{}/ca.crt", env.dir)).unwrap();
+    let admin = Db::new(DbConfig {
+        credentials: Credentials::Url(format!(
+            "postgres://postgres:postgres-admin@127.0.0.1:{}/pgbouncer",
+            env.port
+        )),
+        tls: TlsMode::VerifyFull {
+            roots: mcp_db::parse_roots(&pem).unwrap(),
+        },
+        connect_timeout: Duration::from_secs(3),
+    });
+    admin
+        .admin_console(&["RELOAD", &format!("KILL {db}"), &format!("RESUME {db}")])
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn credentials_come_from_the_secret_and_survive_a_rotation() {
+    let env = env();
+    let test_db = fixture().await;
+    let sm = secrets_client(&env.moto);
+    let secret_id = format!("mcp/{}", test_db.name);
+    let initial = std::fs::read_to_string(format!("{}/endpoint-password", env.dir))
+        .unwrap()
+        .trim()
+        .to_owned();
+    sm.create_secret()
+        .name(&secret_id)
+        .secret_string(secret_json(&initial, &test_db))
+        .send()
+        .await
+        .unwrap();
+    // Whatever an interrupted earlier run left, the proxy starts from the initial password.
+    rotate_in_proxy(&env, &test_db.name, &initial).await;
+    // DB_NAME is not set, so the secret's dbname is used.
+    let db = db_with_secret(sm.clone(), &secret_id, &env);
+    assert_eq!(count_acme(&db).await.unwrap(), 5);
+
+    // Rotation: new password in the proxy and in the secret, old connections dropped.
+    let rotated = format!("rotated-{}", test_db.name);
+    rotate_in_proxy(&env, &test_db.name, &rotated).await;
+    sm.put_secret_value()
+        .secret_id(&secret_id)
+        .secret_string(secret_json(&rotated, &test_db))
+        .send()
+        .await
+        .unwrap();
+    // The warm handle still caches the old password: the refusal makes it re-read once.
+    assert_eq!(count_acme(&db).await.unwrap(), 5);
+    // Restore the proxy's password for the other tests.
+    rotate_in_proxy(&env, &test_db.name, &initial).await;
+}
+
+#[tokio::test]
+async fn a_wrong_password_is_refused_after_one_re_read_and_a_missing_secret_fails_cleanly() {
+    let env = env();
+    let test_db = fixture().await;
+    let sm = secrets_client(&env.moto);
+    let secret_id = format!("mcp/wrong/{}", test_db.name);
+    sm.create_secret()
+        .name(&secret_id)
+        .secret_string(secret_json("not-the-password", &test_db))
+        .send()
+        .await
+        .unwrap();
+    let result = count_acme(&db_with_secret(sm.clone(), &secret_id, &env)).await;
+    assert!(matches!(result, Err(DbError::Connect(_))), "{result:?}");
+
+    let result = count_acme(&db_with_secret(sm, "mcp/no-such-secret", &env)).await;
+    assert!(
+        matches!(&result, Err(DbError::Secret(m)) if m.contains("GetSecretValue failed")),
+        "{result:?}"
+    );
+    // Secrets Manager down at cold start: a closed port.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let result = count_acme(&db_with_secret(
+        secrets_client(&format!("http://{closed}")),
+        &secret_id,
+        &env,
+    ))
+    .await;
+    assert!(matches!(&result, Err(DbError::Secret(_))), "{result:?}");
+}

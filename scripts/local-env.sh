@@ -26,10 +26,24 @@ local_db() {
   DATABASE_ADMIN_URL="postgres://postgres@127.0.0.1:5432/$name" cargo run -q -p migrate -- --seed "$per_tenant"
 }
 
-# local_env ROOT PORT DBNAME PGBOUNCER_PORT CA_FILE: sets LOCAL_ENV_ARGS (arguments for
-# `cargo lambda watch`) and MCP_LOCAL_URL.
+# local_env ROOT PORT DBNAME PGBOUNCER_PORT CA_FILE [SECRET_ID SECRETS_MANAGER_URL]: sets
+# LOCAL_ENV_ARGS (arguments for `cargo lambda watch`) and MCP_LOCAL_URL. With a secret id the
+# functions read their database credentials from Secrets Manager (the emulator at the URL),
+# exactly as deployed; otherwise from DATABASE_URL.
 local_env() {
-  local root="$1" port="$2" db="$3" pgb_port="$4" ca="$5"
+  local root="$1" port="$2" db="$3" pgb_port="$4" ca="$5" secret_id="${6:-}" secrets_url="${7:-}"
+  local credentials=(--env-var "DATABASE_URL=postgres://mcp_endpoint@127.0.0.1:$pgb_port/$db")
+  if [ -n "$secret_id" ]; then
+    credentials=(
+      --env-var "DB_SECRET_ID=$secret_id"
+      --env-var "DB_HOST=127.0.0.1"
+      --env-var "DB_PORT=$pgb_port"
+      --env-var "AWS_ENDPOINT_URL_SECRETS_MANAGER=$secrets_url"
+      --env-var "AWS_REGION=us-east-1"
+      --env-var "AWS_ACCESS_KEY_ID=test"
+      --env-var "AWS_SECRET_ACCESS_KEY=test"
+    )
+  fi
   MCP_LOCAL_URL="http://127.0.0.1:$port/lambda-url/mcp/mcp"
   LOCAL_ENV_ARGS=(
     --env-var "AUTH_ISSUER=http://127.0.0.1:9000/dev-issuer"
@@ -40,7 +54,7 @@ local_env() {
     # cargo lambda only routes /lambda-url/<function>/... to a function, so the metadata is
     # published under the function's prefix instead of the RFC 9728 root location.
     --env-var "MCP_RESOURCE_METADATA_URL=http://127.0.0.1:$port/lambda-url/mcp/.well-known/oauth-protected-resource/mcp"
-    --env-var "DATABASE_URL=postgres://mcp_endpoint@127.0.0.1:$pgb_port/$db"
+    "${credentials[@]}"
     --env-var "DB_SSLMODE=verify-full"
     --env-var "DB_CA_FILE=$ca"
     # Development only: deployed functions read it from Secrets Manager (issue 6).

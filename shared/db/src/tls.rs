@@ -33,3 +33,24 @@ pub(crate) fn connector(roots: &[CertificateDer<'static>]) -> Result<MakeRustlsC
         .with_no_client_auth();
     Ok(MakeRustlsConnect::new(config))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shipped_aws_bundle_loads_into_a_connector() {
+        let pem = include_bytes!("../../../infra/certs/aws-rds-and-proxy-ca-bundle.pem");
+        let roots = parse_roots(pem).expect("the bundle parses");
+        assert_eq!(roots.len(), 110);
+        assert!(connector(&roots).is_ok());
+    }
+
+    #[test]
+    fn non_certificates_are_refused() {
+        assert!(parse_roots(b"").is_err());
+        assert!(
+            parse_roots(b"-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n").is_err()
+        );
+    }
+}

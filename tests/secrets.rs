@@ -172,3 +172,57 @@ async fn a_wrong_password_is_refused_after_one_re_read_and_a_missing_secret_fail
     .await;
     assert!(matches!(&result, Err(DbError::Secret(_))), "{result:?}");
 }
+
+#[tokio::test]
+async fn the_deploy_step_migrates_with_the_admin_secret_and_sets_the_endpoint_password() {
+    let env = env();
+    let test_db = fixture().await;
+    let sm = secrets_client(&env.moto);
+    let admin_id = format!("mcp/admin/{}", test_db.name);
+    let admin_secret = json!({"username": "postgres", "password": "unused-with-trust", "host": "127.0.0.1", "port": "5432", "dbname": test_db.name});
+    sm.create_secret()
+        .name(&admin_id)
+        .secret_string(admin_secret.to_string())
+        .send()
+        .await
+        .unwrap();
+    // Migrations take a session-level advisory lock: the admin connects to the database
+    // directly, never through the transaction pooler.
+    let admin = Db::new(DbConfig {
+        credentials: Credentials::Secret {
+            source: Arc::new(SecretSource::new(
+                sm.clone(),
+                &admin_id,
+                Duration::from_secs(300),
+            )),
+            endpoint: Endpoint::default(),
+        },
+        tls: TlsMode::Disable,
+        connect_timeout: Duration::from_secs(3),
+    });
+    let mut client = admin.connect_unchecked().await.unwrap();
+    let endpoint: mcp_db::DbSecret =
+        serde_json::from_str(&secret_json("deployed-password", &test_db)).unwrap();
+    let report = migrate::deploy(&mut client, Some(&endpoint)).await.unwrap();
+    assert_eq!(
+        report,
+        migrate::Report {
+            applied: vec![],
+            endpoint_password_set: true
+        },
+        "already migrated: nothing applied"
+    );
+    let set: bool = test_db
+        .admin
+        .query_one(
+            "SELECT rolpassword IS NOT NULL FROM pg_authid WHERE rolname = 'mcp_endpoint'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(set);
+    let other: mcp_db::DbSecret =
+        serde_json::from_value(json!({"username": "someone_else", "password": "x"})).unwrap();
+    assert!(migrate::deploy(&mut client, Some(&other)).await.is_err());
+}

@@ -10,6 +10,49 @@ use tokio_postgres::Client;
 
 pub use mcp_db::migrate;
 
+/// What one deploy-time run did.
+#[derive(Debug, serde::Serialize, PartialEq, Eq)]
+pub struct Report {
+    /// Migrations applied by this run (empty when the schema was up to date).
+    pub applied: Vec<String>,
+    /// Whether the endpoint role's password was set from its secret.
+    pub endpoint_password_set: bool,
+}
+
+/// The deploy step: applies migrations, then, when the endpoint's own secret is given, sets
+/// the login role's password from it so the function can connect (the secret is the single
+/// source of that password; rotation updates both).
+///
+/// # Errors
+///
+/// A failing migration, or an endpoint secret for another role than `mcp_endpoint`.
+pub async fn deploy(
+    admin: &mut Client,
+    endpoint: Option<&mcp_db::DbSecret>,
+) -> anyhow::Result<Report> {
+    let applied = migrate(admin).await?;
+    let mut endpoint_password_set = false;
+    if let Some(secret) = endpoint {
+        anyhow::ensure!(
+            secret.username == "mcp_endpoint",
+            "the endpoint secret names role {:?}; the migrations create mcp_endpoint",
+            secret.username
+        );
+        // ALTER ROLE takes no bind parameters: the password goes in as a quoted literal.
+        let literal = format!("'{}'", secret.password.replace('\'', "''"));
+        admin
+            .batch_execute(&format!(
+                "ALTER ROLE mcp_endpoint WITH LOGIN PASSWORD {literal}"
+            ))
+            .await?;
+        endpoint_password_set = true;
+    }
+    Ok(Report {
+        applied,
+        endpoint_password_set,
+    })
+}
+
 /// Event types of the sample: (name, description, field schema of `structured`).
 pub const EVENT_TYPES: &[(&str, &str, &str)] = &[
     (

@@ -211,6 +211,16 @@ impl Db {
         Ok(())
     }
 
+    /// A connection with the configured credentials and TLS but *without* the read-only role
+    /// check: for the migrate step, which must be able to write. Never used by the endpoint.
+    ///
+    /// # Errors
+    ///
+    /// Any connection or credential failure.
+    pub async fn connect_unchecked(&self) -> Result<Client, DbError> {
+        self.connect().await
+    }
+
     /// Runs PgBouncer admin-console commands (simple protocol, outside any transaction):
     /// for operators and rotation tests, never on the request path.
     ///
@@ -218,7 +228,7 @@ impl Db {
     ///
     /// The first refused command.
     pub async fn admin_console(&self, commands: &[&str]) -> Result<(), DbError> {
-        let client = self.connect().await?;
+        let client = self.connect_unchecked().await?;
         for command in commands {
             client.simple_query(command).await.map_err(DbError::Query)?;
         }

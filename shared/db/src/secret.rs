@@ -92,7 +92,11 @@ impl SecretSource {
 
     /// The cached secret, or a fresh read when there is none, it is older than the TTL, or
     /// `refresh` asks for one (after the database refused the cached password).
-    pub(crate) async fn get(&self, refresh: bool, timeout: Duration) -> Result<DbSecret, DbError> {
+    ///
+    /// # Errors
+    ///
+    /// [`DbError::Secret`] when the secret cannot be read in `timeout` or is not RDS JSON.
+    pub async fn get(&self, refresh: bool, timeout: Duration) -> Result<DbSecret, DbError> {
         let mut cache = self.cache.lock().await;
         if let Some((secret, at)) = cache.as_ref()
             && !refresh

@@ -713,3 +713,48 @@ async fn hot_queries_use_the_tenant_indexes() {
         assert!(plan.contains(index), "{sql}\n{plan}");
     }
 }
+
+#[tokio::test]
+async fn hostile_strings_in_every_argument_read_nothing_and_write_nothing() {
+    let db = fixture().await;
+    let app = app(&db);
+    let acme = token(Some("acme"));
+    let hostile = [
+        "'; DELETE FROM events; --",
+        "x' OR '1'='1",
+        "svc-a\u{0}",
+        "$1; COMMIT; DROP TABLE events",
+        "svc-a')) UNION SELECT payload FROM events --",
+        "\\\\x27",
+    ];
+    for h in hostile {
+        for (tool, args) in [
+            ("query_events", json!({"entity_id": h})),
+            ("query_events", json!({"event_types": [h]})),
+            ("query_events", json!({"tags_any": [h], "tags_all": [h]})),
+            ("query_events", json!({"since": h})),
+            ("query_events", json!({"cursor": h})),
+            ("get_entity_state", json!({"entity_id": h})),
+            (
+                "summarize_window",
+                json!({"since": "2026-10-01T00:00:00Z", "entity_id": h}),
+            ),
+            (
+                "count_events",
+                json!({"since": "2026-10-01T00:00:00Z", "until": "2026-11-30T00:00:00Z", "bucket": "day", "entity_id": h, "event_types": [h]}),
+            ),
+        ] {
+            let a = call(&app, &acme, tool, args.clone()).await;
+            assert_eq!(a.status, 200, "{tool} {args}: {a:?}");
+            let result = a.result();
+            if result["isError"] != true {
+                let s = &result["structuredContent"];
+                let found = s["events"].as_array().map_or(0, Vec::len)
+                    + s["summaries"].as_array().map_or(0, Vec::len)
+                    + s["buckets"].as_array().map_or(0, Vec::len);
+                assert_eq!(found, 0, "{tool} {args} matched rows: {s}");
+            }
+        }
+    }
+    assert_eq!(db.count().await, 7, "nothing was written");
+}

@@ -1,7 +1,7 @@
 //! Streamable HTTP, JSON responses only, no sessions.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use http::header::{
     ACCEPT, ACCESS_CONTROL_ALLOW_HEADERS, ACCESS_CONTROL_ALLOW_METHODS,
@@ -50,7 +50,7 @@ async fn route(app: &Inner, req: Request) -> (Response<Body>, Option<String>) {
     }
     let deadline = req.lambda_context_ref().map(|ctx| {
         invocation_deadline(
-            ctx.deadline(),
+            ctx.deadline,
             config.deadline_margin,
             SystemTime::now(),
             Instant::now(),
@@ -234,19 +234,29 @@ fn check_request(config: &Config, req: &Request) -> Result<(), Rejection> {
     Ok(())
 }
 
-/// The Lambda context gives wall-clock time; waits are measured on the monotonic clock, so
-/// the remaining time is converted once, here.
+/// Deadlines below this many milliseconds are not epoch times (it is 2001-09-09).
+const EPOCH_MS_FLOOR: u64 = 1_000_000_000_000;
+
+/// The Lambda context gives the deadline as wall-clock epoch milliseconds; waits are measured
+/// on the monotonic clock, so the remaining time is converted once, here.
+///
+/// `cargo lambda watch` (1.9) sends the function's timeout in milliseconds instead of an
+/// epoch deadline; a value that small cannot be a real deadline, so it is read as the time
+/// remaining, which is what the emulator means.
 fn invocation_deadline(
-    deadline: SystemTime,
+    deadline_ms: u64,
     margin: Duration,
     now: SystemTime,
     now_instant: Instant,
 ) -> Instant {
-    let remaining = deadline
-        .duration_since(now)
-        .unwrap_or(Duration::ZERO)
-        .saturating_sub(margin);
-    now_instant + remaining
+    let remaining = if deadline_ms < EPOCH_MS_FLOOR {
+        Duration::from_millis(deadline_ms)
+    } else {
+        (UNIX_EPOCH + Duration::from_millis(deadline_ms))
+            .duration_since(now)
+            .unwrap_or(Duration::ZERO)
+    };
+    now_instant + remaining.saturating_sub(margin)
 }
 
 fn header_field<'a>(headers: &'a HeaderMap, name: &str) -> HeaderField<'a> {
@@ -528,13 +538,19 @@ mod tests {
 
     #[test]
     fn the_deadline_keeps_the_margin_and_never_goes_negative() {
-        let (wall, mono) = (SystemTime::now(), Instant::now());
+        let epoch_ms = |t: SystemTime| t.duration_since(UNIX_EPOCH).unwrap().as_millis() as u64;
+        // Whole milliseconds, as the Lambda context carries them.
+        let wall = UNIX_EPOCH + Duration::from_millis(epoch_ms(SystemTime::now()));
+        let mono = Instant::now();
         let second = Duration::from_secs(1);
-        let d = invocation_deadline(wall + 10 * second, second, wall, mono);
+        let d = invocation_deadline(epoch_ms(wall + 10 * second), second, wall, mono);
         assert_eq!(d - mono, 9 * second);
-        let tight = invocation_deadline(wall + second / 2, second, wall, mono);
+        let tight = invocation_deadline(epoch_ms(wall + second / 2), second, wall, mono);
         assert_eq!(tight, mono);
-        let past = invocation_deadline(wall - 5 * second, second, wall, mono);
+        let past = invocation_deadline(epoch_ms(wall - 5 * second), second, wall, mono);
         assert_eq!(past, mono);
+        // The emulator's relative form: 600000 means ten minutes from now.
+        let emulated = invocation_deadline(600_000, second, wall, mono);
+        assert_eq!(emulated - mono, 599 * second);
     }
 }

@@ -75,6 +75,25 @@ fn db_error(store: &Store, tool: &str, e: DbError) -> ToolError {
     }
 }
 
+/// PostgreSQL text cannot hold NUL: a string with one would fail inside the database, so it
+/// is refused here, with a message the model can act on.
+fn reject_nul(args: &Map<String, Value>) -> Result<(), ToolError> {
+    fn has_nul(v: &Value) -> bool {
+        match v {
+            Value::String(s) => s.contains('\0'),
+            Value::Array(items) => items.iter().any(has_nul),
+            Value::Object(map) => map.values().any(has_nul),
+            _ => false,
+        }
+    }
+    match args.iter().find(|(_, v)| has_nul(v)) {
+        Some((key, _)) => Err(ToolError::Execution(format!(
+            "{key} contains a NUL character, which no stored value can contain."
+        ))),
+        None => Ok(()),
+    }
+}
+
 fn parse_time(args: &Map<String, Value>, key: &str) -> Result<Option<Timestamp>, ToolError> {
     match args.get(key).and_then(Value::as_str) {
         None => Ok(None),
@@ -165,14 +184,31 @@ fn event_schema() -> Value {
     })
 }
 
-/// Runs `body` in the store's read-only, tenant-scoped transaction.
-async fn read<T, F>(store: &Store, tool: &str, tenant: &str, body: F) -> Result<T, ToolError>
+/// Runs `body` in the store's read-only, tenant-scoped transaction, with a statement timeout
+/// that also ends before the invocation's deadline (whichever comes first).
+async fn read<T, F>(
+    store: &Store,
+    tool: &str,
+    ctx: &RequestContext,
+    tenant: &str,
+    body: F,
+) -> Result<T, ToolError>
 where
     F: for<'t> Fn(Tx<'t>) -> TxFuture<'t, T>,
 {
+    let mut timeout = store.statement_timeout;
+    if let Some(deadline) = ctx.deadline {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left < Duration::from_millis(50) {
+            return Err(ToolError::Execution(
+                "No time is left in this request to query the event store. Retry with a smaller request.".into(),
+            ));
+        }
+        timeout = timeout.min(left);
+    }
     store
         .db
-        .read(tenant, store.statement_timeout, body)
+        .read(tenant, timeout, body)
         .await
         .map_err(|e| db_error(store, tool, e))
 }
@@ -362,7 +398,7 @@ pub fn register(tools: &mut Tools, store: Arc<Store>) -> Result<(), RegistryErro
 
 async fn describe_data(store: Arc<Store>, ctx: RequestContext) -> ToolResult {
     let tenant = tenant(&ctx)?;
-    let out = read(&store, "describe_data", &tenant, |tx| {
+    let out = read(&store, "describe_data", &ctx, &tenant, |tx| {
         Box::pin(async move {
             let types = tx
                 .query("SELECT name, description, field_schema FROM event_types ORDER BY name", &[])
@@ -451,6 +487,7 @@ async fn query_events(
     args: Map<String, Value>,
     ctx: RequestContext,
 ) -> ToolResult {
+    reject_nul(&args)?;
     let tenant = tenant(&ctx)?;
     let filter = EventFilter::from_args(&args)?;
     let limit = args
@@ -477,7 +514,7 @@ async fn query_events(
     let after_id = after.as_ref().map(|p| p.id);
     // One row past the limit tells whether another page exists without counting.
     let probe = limit + 1;
-    let rows = read(&store, "query_events", &tenant, move |tx| {
+    let rows = read(&store, "query_events", &ctx, &tenant, move |tx| {
         let f = f.clone();
         Box::pin(async move {
             let sql = format!(
@@ -532,9 +569,10 @@ async fn query_events(
 }
 
 async fn get_event(store: Arc<Store>, args: Map<String, Value>, ctx: RequestContext) -> ToolResult {
+    reject_nul(&args)?;
     let tenant = tenant(&ctx)?;
     let id = args.get("id").and_then(Value::as_i64).unwrap_or(0);
-    let rows = read(&store, "get_event", &tenant, move |tx| {
+    let rows = read(&store, "get_event", &ctx, &tenant, move |tx| {
         Box::pin(async move {
             let sql = format!("SELECT {EVENT_COLUMNS} FROM events WHERE id = $1");
             tx.query(&sql, &[(&id, Type::INT8)]).await
@@ -555,6 +593,7 @@ async fn get_entity_state(
     args: Map<String, Value>,
     ctx: RequestContext,
 ) -> ToolResult {
+    reject_nul(&args)?;
     let tenant = tenant(&ctx)?;
     let entity = args
         .get("entity_id")
@@ -562,7 +601,7 @@ async fn get_entity_state(
         .unwrap_or_default()
         .to_owned();
     let e = entity.clone();
-    let rows = read(&store, "get_entity_state", &tenant, move |tx| {
+    let rows = read(&store, "get_entity_state", &ctx, &tenant, move |tx| {
         let e = e.clone();
         Box::pin(async move {
             tx.query(
@@ -604,6 +643,7 @@ async fn summarize_window(
     args: Map<String, Value>,
     ctx: RequestContext,
 ) -> ToolResult {
+    reject_nul(&args)?;
     let tenant = tenant(&ctx)?;
     let (since, until) = required_window(&args)?;
     let entity = args
@@ -616,7 +656,7 @@ async fn summarize_window(
         .unwrap_or(20)
         .clamp(1, 100);
     let probe = max + 1;
-    let (tally, summaries) = read(&store, "summarize_window", &tenant, move |tx| {
+    let (tally, summaries) = read(&store, "summarize_window", &ctx, &tenant, move |tx| {
         let entity = entity.clone();
         Box::pin(async move {
             let scope = "occurred_at >= $1 AND occurred_at < $2 AND ($3::text IS NULL OR entity_id = $3)";
@@ -675,6 +715,7 @@ async fn count_events(
     args: Map<String, Value>,
     ctx: RequestContext,
 ) -> ToolResult {
+    reject_nul(&args)?;
     let tenant = tenant(&ctx)?;
     let (since, until) = required_window(&args)?;
     let bucket = args
@@ -711,7 +752,7 @@ async fn count_events(
         _ => "''",
     };
     let interval = format!("{seconds} seconds");
-    let rows = read(&store, "count_events", &tenant, move |tx| {
+    let rows = read(&store, "count_events", &ctx, &tenant, move |tx| {
         let (entity, types, interval) = (entity.clone(), types.clone(), interval.clone());
         Box::pin(async move {
             let sql = format!(

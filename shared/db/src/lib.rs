@@ -279,22 +279,14 @@ impl Db {
                         .connect(tokio_postgres::NoTls)
                         .await
                         .map_err(DbError::Connect)?;
-                    tokio::spawn(async move {
-                        if let Err(e) = connection.await {
-                            tracing::warn!(error = %e, "database connection ended");
-                        }
-                    });
+                    drive(connection);
                     Ok(client)
                 }
                 TlsMode::VerifyFull { roots } => {
                     let tls = tls::connector(roots)?;
                     pg.ssl_mode(tokio_postgres::config::SslMode::Require);
                     let (client, connection) = pg.connect(tls).await.map_err(DbError::Connect)?;
-                    tokio::spawn(async move {
-                        if let Err(e) = connection.await {
-                            tracing::warn!(error = %e, "database connection ended");
-                        }
-                    });
+                    drive(connection);
                     Ok(client)
                 }
             }
@@ -303,6 +295,19 @@ impl Db {
             .await
             .map_err(|_| DbError::ConnectTimeout)?
     }
+}
+
+/// Runs the connection's I/O task for as long as the connection lives; its end is logged,
+/// and the client then reports `is_closed`.
+fn drive<C>(connection: C)
+where
+    C: Future<Output = Result<(), tokio_postgres::Error>> + Send + 'static,
+{
+    tokio::spawn(async move {
+        if let Err(e) = connection.await {
+            tracing::warn!(error = %e, "database connection ended");
+        }
+    });
 }
 
 /// Refuses a role that could change data or read across tenants: defence in depth behind

@@ -141,7 +141,10 @@ async fn the_production_function_serves_dev_tokens_with_the_dev_configuration() 
     let config =
         mcp::Config::from_lookup(|k| env.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone()))
             .unwrap();
-    let app = mcp::App::new(config, mcp::production_server(None).unwrap());
+    let app = mcp::App::new(
+        config,
+        mcp::production_server(None, mcp_protocol::server::DEFAULT_RESPONSE_BUDGET).unwrap(),
+    );
     let token = {
         let out = std::process::Command::new(env!("CARGO"))
             .args([

@@ -24,7 +24,8 @@ pub(crate) fn fixture_app() -> App {
 pub(crate) fn production_app() -> App {
     App::new(
         Config::default(),
-        mcp::production_server(None).expect("tools register"),
+        mcp::production_server(None, mcp_protocol::server::DEFAULT_RESPONSE_BUDGET)
+            .expect("tools register"),
     )
 }
 

@@ -131,8 +131,11 @@ pub(crate) async fn fixture() -> TestDb {
 }
 
 fn app(db: &TestDb) -> App {
-    let server =
-        mcp::production_server(Some(db.store("mcp_endpoint", Duration::from_secs(5)))).unwrap();
+    let server = mcp::production_server(
+        Some(db.store("mcp_endpoint", Duration::from_secs(5))),
+        mcp_protocol::server::DEFAULT_RESPONSE_BUDGET,
+    )
+    .unwrap();
     app_serving(auth_config(static_keys(&[&keys().rsa])), server)
 }
 
@@ -573,8 +576,11 @@ async fn no_tool_leaks_another_tenants_rows_and_no_tenant_means_no_data() {
     // Without a tenant claim or default tenant, a caller has no tenant and reads nothing.
     let mut config = auth_config(static_keys(&[&keys().rsa]));
     config.tenant_claim = None;
-    let server =
-        mcp::production_server(Some(db.store("mcp_endpoint", Duration::from_secs(5)))).unwrap();
+    let server = mcp::production_server(
+        Some(db.store("mcp_endpoint", Duration::from_secs(5))),
+        mcp_protocol::server::DEFAULT_RESPONSE_BUDGET,
+    )
+    .unwrap();
     let tenantless = app_serving(config, server);
     let m = tool_error(&call(&tenantless, &token(None), "query_events", json!({})).await);
     assert!(m.contains("names no tenant"), "{m}");
@@ -664,7 +670,11 @@ async fn a_role_that_could_write_or_bypass_rls_is_refused() {
         "{result:?}"
     );
     // Through the endpoint the refusal is an opaque internal error, and nothing is read.
-    let server = mcp::production_server(Some(superuser)).unwrap();
+    let server = mcp::production_server(
+        Some(superuser),
+        mcp_protocol::server::DEFAULT_RESPONSE_BUDGET,
+    )
+    .unwrap();
     let app = app_serving(auth_config(static_keys(&[&keys().rsa])), server);
     let a = call(&app, &token(Some("acme")), "describe_data", json!({})).await;
     assert_eq!(a.assert_error(500, -32603), "Internal error");

@@ -150,3 +150,70 @@ async fn tools_list_is_deterministic_and_annotated_read_only() {
         assert!(tool["description"].is_string(), "{tool}");
     }
 }
+
+#[tokio::test]
+async fn results_over_the_response_budget_are_replaced_by_a_bounded_error() {
+    let mut tools = Tools::new();
+    tools
+        .register(ToolDef::new(
+            "flood",
+            "Returns `size` bytes of text",
+            json!({"type": "object", "properties": {"size": {"type": "integer"}}, "required": ["size"]}),
+            |args, _| async move {
+                let size = args["size"].as_u64().unwrap_or(0) as usize;
+                Ok(Outcome::Complete(CallToolResult::text("SECRET-ROW ".repeat(size / 11))))
+            },
+        ))
+        .unwrap()
+        .register(
+            ToolDef::new("tight", "Budget of 1 KiB", json!({"type": "object"}), |_, _| async {
+                Ok(Outcome::Complete(CallToolResult::text("x".repeat(2000))))
+            })
+            .response_budget(1024),
+        )
+        .unwrap();
+    let app = App::new(
+        fixture_config(),
+        Server::builder("t", "0")
+            .tools(tools)
+            .response_budget(64 * 1024)
+            .build(),
+    );
+
+    let a = call(&app, "flood", Some(json!({"size": 60_000}))).await;
+    assert_eq!(
+        a.result()["isError"],
+        Value::Null,
+        "under budget: returned as is"
+    );
+    assert!(a.raw.len() > 60_000);
+
+    let a = call(&app, "flood", Some(json!({"size": 300_000}))).await;
+    let r = a.result();
+    assert_eq!(r["isError"], true);
+    let detail = &r["structuredContent"];
+    assert_eq!(detail["code"], "mcp_response_over_budget");
+    assert_eq!(detail["tool"], "flood");
+    assert_eq!(detail["budget_bytes"], 64 * 1024);
+    let bytes = detail["response_bytes"].as_u64().unwrap();
+    assert!(bytes > 290_000, "{bytes}");
+    assert_eq!(detail["estimated_tokens"], bytes / 4);
+    assert!(
+        r["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("Narrow the time window")
+    );
+    assert!(
+        a.raw.len() < 2048,
+        "the replacement is small: {}",
+        a.raw.len()
+    );
+    assert!(
+        !String::from_utf8_lossy(&a.raw).contains("SECRET-ROW"),
+        "the original never reaches the client"
+    );
+
+    let a = call(&app, "tight", None).await;
+    assert_eq!(a.result()["structuredContent"]["budget_bytes"], 1024);
+}

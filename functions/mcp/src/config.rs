@@ -19,6 +19,9 @@ pub struct Config {
     /// Time kept back from the invocation deadline to serialise and return the answer
     /// (`DEADLINE_MARGIN_MS`, default 500).
     pub deadline_margin: Duration,
+    /// Largest serialised tool result (`RESPONSE_BUDGET_BYTES`, default 256 KiB, at most
+    /// 4 MiB: well under Lambda's 6 MB buffered response limit).
+    pub response_budget: usize,
     /// How callers are authenticated.
     pub auth: AuthSetting,
     /// Authorization servers named in the protected resource metadata
@@ -73,6 +76,7 @@ impl Default for Config {
             allowed_hosts: HostPolicy::Loopback,
             max_body_bytes: 1024 * 1024,
             deadline_margin: Duration::from_millis(500),
+            response_budget: mcp_protocol::server::DEFAULT_RESPONSE_BUDGET,
             auth: AuthSetting::Unconfigured,
             authorization_servers: Vec::new(),
             resource_metadata_url: None,
@@ -155,6 +159,14 @@ impl Config {
             };
         }
         config.resource_metadata_url = get("MCP_RESOURCE_METADATA_URL");
+        if let Some(n) = get("RESPONSE_BUDGET_BYTES") {
+            config.response_budget = n.parse().with_context(|| {
+                format!("RESPONSE_BUDGET_BYTES must be a byte count, got {n:?}")
+            })?;
+            if !(1024..=4 * 1024 * 1024).contains(&config.response_budget) {
+                bail!("RESPONSE_BUDGET_BYTES must be between 1 KiB and 4 MiB");
+            }
+        }
         if let Some(n) = get("DEADLINE_MARGIN_MS") {
             let ms: u64 = n
                 .parse()
@@ -221,6 +233,8 @@ mod tests {
             ("MAX_BODY_BYTES", "lots"),
             ("MAX_BODY_BYTES", "99999999"),
             ("DEADLINE_MARGIN_MS", "-1"),
+            ("RESPONSE_BUDGET_BYTES", "10"),
+            ("RESPONSE_BUDGET_BYTES", "99999999"),
             ("MCP_PATH", "mcp"),
             ("MCP_PATH", "/mcp/"),
         ] {

@@ -65,7 +65,10 @@ impl App {
 /// # Errors
 ///
 /// Fails if a tool definition is invalid (bad name, bad schema): a cold-start error.
-pub fn production_server(store: Option<Arc<Store>>) -> Result<Server, RegistryError> {
+pub fn production_server(
+    store: Option<Arc<Store>>,
+    response_budget: usize,
+) -> Result<Server, RegistryError> {
     let mut tools = Tools::new();
     if let Some(store) = store {
         mcp_tools::register(&mut tools, store)?;
@@ -77,6 +80,7 @@ pub fn production_server(store: Option<Arc<Store>>) -> Result<Server, RegistryEr
              narrow the time window or add filters when a result is truncated.",
         )
         .tools(tools)
+        .response_budget(response_budget)
         .build())
 }
 

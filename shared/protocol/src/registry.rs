@@ -136,6 +136,7 @@ pub struct ToolDef {
     required_scopes: Vec<String>,
     required_client_capabilities: Vec<String>,
     owner_argument: Option<(String, Owner)>,
+    response_budget: Option<usize>,
     handler: Arc<ToolFn>,
 }
 
@@ -168,6 +169,7 @@ impl ToolDef {
             required_scopes: Vec::new(),
             required_client_capabilities: Vec::new(),
             owner_argument: None,
+            response_budget: None,
             handler: Arc::new(move |args, ctx| Box::pin(handler(args, ctx))),
         }
     }
@@ -207,6 +209,12 @@ impl ToolDef {
         self
     }
 
+    /// A response budget for this tool instead of the server's.
+    pub fn response_budget(mut self, bytes: usize) -> Self {
+        self.response_budget = Some(bytes);
+        self
+    }
+
     /// A client capability (e.g. `sampling`) this tool cannot run without.
     pub fn requires_client_capability(mut self, capability: impl Into<String>) -> Self {
         self.required_client_capabilities.push(capability.into());
@@ -241,6 +249,10 @@ impl Tool {
 
     pub fn required_client_capabilities(&self) -> &[String] {
         &self.def.required_client_capabilities
+    }
+
+    pub fn response_budget(&self) -> Option<usize> {
+        self.def.response_budget
     }
 
     pub fn owner_argument(&self) -> Option<(&str, Owner)> {

@@ -32,6 +32,10 @@ pub mod meta {
 /// unbounded batch would turn one invocation into unbounded work.
 pub const MAX_BATCH_LEN: usize = 16;
 
+/// Default byte budget of one tool result: 256 KiB, about 64k tokens, far under Lambda's
+/// 6 MB response limit and what a model can still use.
+pub const DEFAULT_RESPONSE_BUDGET: usize = 256 * 1024;
+
 /// A transport header as the HTTP layer saw it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum HeaderField<'a> {
@@ -151,6 +155,12 @@ impl ServerBuilder {
         self
     }
 
+    /// The largest serialised `tools/call` result, in bytes (default [`DEFAULT_RESPONSE_BUDGET`]).
+    pub fn response_budget(mut self, bytes: usize) -> Self {
+        self.server.response_budget = bytes;
+        self
+    }
+
     pub fn cache_hints(mut self, cache: CacheHints) -> Self {
         self.server.cache = cache;
         self
@@ -170,6 +180,7 @@ pub struct Server {
     completions: Option<Arc<dyn Completions>>,
     logging: bool,
     cache: CacheHints,
+    response_budget: usize,
 }
 
 impl Server {
@@ -188,6 +199,7 @@ impl Server {
                 completions: None,
                 logging: false,
                 cache: CacheHints::default(),
+                response_budget: DEFAULT_RESPONSE_BUDGET,
             },
         }
     }
@@ -658,7 +670,9 @@ impl Server {
                     tracing::error!(tool.name = %p.name, "structured result does not match the tool's output schema");
                     return Err(RpcError::Internal);
                 }
-                Ok(to_value(&result))
+                let value = to_value(&result);
+                let budget = tool.response_budget().unwrap_or(self.response_budget);
+                Ok(within_budget(value, budget, &p.name))
             }
             Ok(Outcome::InputRequired(ir)) => self.input_required(ir, &version),
             Err(ToolError::Execution(message)) => Ok(to_value(&CallToolResult::error(message))),
@@ -903,6 +917,40 @@ fn missing_capabilities(required: &[String], ctx: &RequestContext) -> Option<Val
         .map(|c| (c.clone(), json!({})))
         .collect();
     (!missing.is_empty()).then_some(Value::Object(missing))
+}
+
+/// Enforces the response budget at the dispatch boundary, whatever the tool: a result
+/// whose serialised form is over `budget` never reaches the client; a small `isError`
+/// result in its place says how big it was and how to ask for less.
+fn within_budget(value: Value, budget: usize, tool: &str) -> Value {
+    let bytes = serde_json::to_vec(&value).map_or(usize::MAX, |v| v.len());
+    if bytes <= budget {
+        return value;
+    }
+    tracing::warn!(
+        tool.name = tool,
+        response_bytes = bytes,
+        budget_bytes = budget,
+        "tool result over the response budget"
+    );
+    let detail = json!({
+        "code": "mcp_response_over_budget",
+        "tool": tool,
+        "response_bytes": bytes,
+        "budget_bytes": budget,
+        // About four bytes per token for JSON and English text.
+        "estimated_tokens": bytes / 4,
+        "guidance": "Ask for less: narrow the time window, add filters, lower the limit, or leave out raw payloads."
+    });
+    let text = format!(
+        "The result of {tool} was {bytes} bytes (about {} tokens), over this server's budget of {budget} bytes, so it was not returned. Narrow the time window, add filters, lower the limit, or leave out raw payloads.",
+        bytes / 4
+    );
+    to_value(&CallToolResult {
+        content: vec![json!({ "type": "text", "text": text })],
+        structured_content: Some(detail),
+        is_error: true,
+    })
 }
 
 /// We serve every list in one page, so any cursor is one we never issued

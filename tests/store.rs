@@ -768,3 +768,75 @@ async fn hostile_strings_in_every_argument_read_nothing_and_write_nothing() {
     }
     assert_eq!(db.count().await, 7, "nothing was written");
 }
+
+#[tokio::test]
+async fn the_deadline_reaches_postgres_and_the_connection_survives_it() {
+    let db = fixture().await;
+    let store = db.store("mcp_endpoint", Duration::from_millis(300));
+    // A statement past its budget is cancelled by the server itself...
+    let result = store
+        .db
+        .read("acme", Duration::from_millis(300), |tx| {
+            Box::pin(async move { tx.query("SELECT pg_sleep(5)", &[]).await })
+        })
+        .await;
+    assert!(
+        matches!(result, Err(DbError::StatementTimeout)),
+        "{result:?}"
+    );
+    // ...so it no longer runs anywhere,
+    let running: i64 = db
+        .admin
+        .query_one("SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(5)' AND state = 'active'", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(running, 0);
+    // ...and the same warm connection serves the next read.
+    let n = store
+        .db
+        .read("acme", Duration::from_secs(5), |tx| {
+            Box::pin(async move {
+                Ok(tx.query("SELECT count(*) FROM events", &[]).await?[0].get::<_, i64>(0))
+            })
+        })
+        .await
+        .unwrap();
+    assert_eq!(n, 5);
+
+    // A lock wait counts against the same budget (lock_timeout).
+    let (mut locker, connection) = tokio_postgres::connect(&format!("{ADMIN}/{}", db.name), NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let tx = locker.transaction().await.unwrap();
+    tx.batch_execute("LOCK TABLE events IN ACCESS EXCLUSIVE MODE")
+        .await
+        .unwrap();
+    let result = store
+        .db
+        .read("acme", Duration::from_millis(300), |tx| {
+            Box::pin(async move { tx.query("SELECT count(*) FROM events", &[]).await })
+        })
+        .await;
+    assert!(
+        matches!(result, Err(DbError::StatementTimeout)),
+        "{result:?}"
+    );
+    tx.rollback().await.unwrap();
+
+    // Through a tool, the model is told what happened and what to do.
+    let server =
+        mcp::production_server(Some(store), mcp_protocol::server::DEFAULT_RESPONSE_BUDGET).unwrap();
+    let app = app_serving(auth_config(static_keys(&[&keys().rsa])), server);
+    let tx = locker.transaction().await.unwrap();
+    tx.batch_execute("LOCK TABLE events IN ACCESS EXCLUSIVE MODE")
+        .await
+        .unwrap();
+    let m = tool_error(&call(&app, &token(Some("acme")), "query_events", json!({})).await);
+    assert!(
+        m.contains("time budget of 300 ms") && m.contains("Narrow the time window"),
+        "{m}"
+    );
+    tx.rollback().await.unwrap();
+}

@@ -41,6 +41,7 @@ pub enum DbError {
     ConnectTimeout,
     #[error("the database connection was lost")]
     ConnectionLost(#[source] tokio_postgres::Error),
+    /// `statement_timeout` or `lock_timeout` fired: the server cancelled the statement.
     #[error("the statement was cancelled by its timeout")]
     StatementTimeout,
     #[error("the database refused the statement")]
@@ -59,7 +60,9 @@ impl DbError {
     fn from_query(e: tokio_postgres::Error) -> Self {
         if e.is_closed() {
             Self::ConnectionLost(e)
-        } else if e.code() == Some(&SqlState::QUERY_CANCELED) {
+        } else if e.code() == Some(&SqlState::QUERY_CANCELED)
+            || e.code() == Some(&SqlState::LOCK_NOT_AVAILABLE)
+        {
             Self::StatementTimeout
         } else {
             Self::Query(e)
@@ -165,7 +168,12 @@ impl Db {
                 run("BEGIN READ ONLY").await.map_err(DbError::from_query)?;
                 client
                     .query_typed(
-                        "SELECT set_config('app.tenant_id', $1, true), set_config('statement_timeout', $2, true)",
+                        // All three are transaction-local (is_local = true): nothing outlives
+                        // this transaction on a pooled server connection. A lock wait counts
+                        // against the same budget as the statement itself.
+                        "SELECT set_config('app.tenant_id', $1, true), \
+                                set_config('statement_timeout', $2, true), \
+                                set_config('lock_timeout', $2, true)",
                         &[(&tenant, Type::TEXT), (&timeout_ms, Type::TEXT)],
                     )
                     .await

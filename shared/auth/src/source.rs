@@ -71,16 +71,17 @@ pub(crate) struct Remote {
 enum FetchError {
     #[error("the request deadline leaves no time to fetch keys")]
     NoTime,
-    #[error("request failed")]
-    Http(#[source] reqwest::Error),
+    // Printed, not chained: this error only ever ends up in one log line.
+    #[error("request failed: {0}")]
+    Http(reqwest::Error),
     #[error("unexpected status {0}")]
     Status(u16),
     #[error("the document is larger than {0} bytes")]
     TooLarge(usize),
     #[error("the discovery document has no https jwks_uri")]
     NoJwksUri,
-    #[error("the JWKS was refused")]
-    Jwks(#[source] crate::keys::JwksError),
+    #[error("the JWKS was refused: {0}")]
+    Jwks(crate::keys::JwksError),
 }
 
 impl Remote {
@@ -133,7 +134,7 @@ impl Remote {
                 true
             }
             Err(e) => {
-                tracing::warn!(error = %crate::verifier::ErrorChain(&e), "could not fetch the issuer's JWKS");
+                tracing::warn!(error = %e, "could not fetch the issuer's JWKS");
                 false
             }
         }

@@ -28,7 +28,7 @@ impl Authenticator {
     pub(crate) fn new(config: &Config, server: &Server) -> Self {
         match &config.auth {
             AuthSetting::Verify(auth) => {
-                let scopes = server.tools().all_scopes();
+                let scopes = server.tools().all_scopes().to_vec();
                 let metadata_url = config
                     .resource_metadata_url
                     .clone()

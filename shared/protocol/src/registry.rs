@@ -337,6 +337,9 @@ pub enum RegistryError {
 #[derive(Debug, Default)]
 pub struct Tools {
     tools: Vec<Tool>,
+    /// Every scope any tool requires, sorted and deduplicated; kept up to date by
+    /// `register` so calls never recompute it.
+    all_scopes: Vec<String>,
 }
 
 impl Tools {
@@ -399,6 +402,9 @@ impl Tools {
         if let Some(schema) = &def.output_schema {
             listing["outputSchema"] = schema.clone();
         }
+        self.all_scopes.extend(def.required_scopes.iter().cloned());
+        self.all_scopes.sort();
+        self.all_scopes.dedup();
         self.tools.push(Tool {
             def,
             input_validator,
@@ -422,15 +428,8 @@ impl Tools {
 
     /// Every scope any tool requires, sorted: the `scopes_supported` of the protected
     /// resource metadata, and the challenge for calls the caller may not make.
-    pub fn all_scopes(&self) -> Vec<String> {
-        let mut scopes: Vec<String> = self
-            .tools
-            .iter()
-            .flat_map(|t| t.def.required_scopes.iter().cloned())
-            .collect();
-        scopes.sort();
-        scopes.dedup();
-        scopes
+    pub fn all_scopes(&self) -> &[String] {
+        &self.all_scopes
     }
 }
 

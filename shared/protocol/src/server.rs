@@ -612,9 +612,11 @@ impl Server {
             // exists but is out of reach and for one that does not exist, so the error is
             // no oracle for hidden tool names. The challenge names every scope the server
             // defines: enough to step up to any tool.
-            if !ctx.caller.has_scopes(&all_scopes) {
+            if !ctx.caller.has_scopes(all_scopes) {
                 tracing::info!(tool.name = %p.name, caller = ctx.caller.subject_hash.as_deref().unwrap_or("-"), "tool call refused: insufficient scope");
-                return Err(RpcError::InsufficientScope { scopes: all_scopes });
+                return Err(RpcError::InsufficientScope {
+                    scopes: all_scopes.to_vec(),
+                });
             }
             // 2025-11-25 tools §Error Handling lists "Unknown tools" among protocol errors.
             return Err(RpcError::InvalidParams(format!("Unknown tool: {}", p.name)));

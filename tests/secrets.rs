@@ -2,7 +2,7 @@
 //! a PgBouncer that checks passwords (SCRAM), including a rotation between two calls.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use aws_sdk_secretsmanager::config::{BehaviorVersion, Credentials as AwsCredentials, Region};
 use mcp_db::{Credentials, Db, DbConfig, DbError, Endpoint, SecretSource, TlsMode};
@@ -68,7 +68,7 @@ fn db_with_secret(client: aws_sdk_secretsmanager::Client, secret_id: &str, env: 
 }
 
 async fn count_acme(db: &Db) -> Result<i64, DbError> {
-    db.read("acme", Duration::from_secs(5), |tx| {
+    db.read("acme", Instant::now() + Duration::from_secs(5), |tx| {
         Box::pin(async move {
             Ok(tx.query("SELECT count(*) FROM events", &[]).await?[0].get::<_, i64>(0))
         })

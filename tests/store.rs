@@ -4,10 +4,10 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use mcp::App;
-use mcp_db::{Credentials, Db, DbConfig, DbError, TlsMode};
+use mcp_db::{Credentials, Db, DbConfig, DbError, Phase, TlsMode};
 use mcp_tools::{CursorKey, Store};
 use serde_json::{Value, json};
 use tokio_postgres::{Client, NoTls};
@@ -70,7 +70,7 @@ impl TestDb {
         }
     }
 
-    fn store(&self, user: &str, statement_timeout: Duration) -> Arc<Store> {
+    pub(crate) fn store(&self, user: &str, statement_timeout: Duration) -> Arc<Store> {
         let (port, ca) = pgbouncer();
         let pem = std::fs::read(ca).unwrap();
         let roots = rustls_roots(&pem);
@@ -606,7 +606,7 @@ async fn the_database_refuses_every_write_and_bypass_even_from_inside_a_read() {
     for sql in attempts {
         let result = store
             .db
-            .read("acme", Duration::from_secs(5), |tx| {
+            .read("acme", Instant::now() + Duration::from_secs(5), |tx| {
                 Box::pin(async move { tx.query(sql, &[]).await })
             })
             .await;
@@ -618,7 +618,7 @@ async fn the_database_refuses_every_write_and_bypass_even_from_inside_a_read() {
     // Another tenant's rows stay invisible even to a hand-written query: RLS, not our SQL.
     let rows = store
         .db
-        .read("acme", Duration::from_secs(5), |tx| {
+        .read("acme", Instant::now() + Duration::from_secs(5), |tx| {
             Box::pin(async move { tx.query("SELECT tenant_id FROM events", &[]).await })
         })
         .await
@@ -635,7 +635,7 @@ async fn a_role_that_could_write_or_bypass_rls_is_refused() {
     let superuser = db.store("postgres", Duration::from_secs(5));
     let result = superuser
         .db
-        .read("acme", Duration::from_secs(5), |tx| {
+        .read("acme", Instant::now() + Duration::from_secs(5), |tx| {
             Box::pin(async move { tx.query("SELECT 1", &[]).await })
         })
         .await;
@@ -661,7 +661,7 @@ async fn a_role_that_could_write_or_bypass_rls_is_refused() {
         connect_timeout: Duration::from_secs(3),
     });
     let result = writer
-        .read("acme", Duration::from_secs(5), |tx| {
+        .read("acme", Instant::now() + Duration::from_secs(5), |tx| {
             Box::pin(async move { tx.query("SELECT 1", &[]).await })
         })
         .await;
@@ -776,12 +776,12 @@ async fn the_deadline_reaches_postgres_and_the_connection_survives_it() {
     // A statement past its budget is cancelled by the server itself...
     let result = store
         .db
-        .read("acme", Duration::from_millis(300), |tx| {
+        .read("acme", Instant::now() + Duration::from_millis(300), |tx| {
             Box::pin(async move { tx.query("SELECT pg_sleep(5)", &[]).await })
         })
         .await;
     assert!(
-        matches!(result, Err(DbError::StatementTimeout)),
+        matches!(result, Err(DbError::Timeout(Phase::Execute))),
         "{result:?}"
     );
     // ...so it no longer runs anywhere,
@@ -795,7 +795,7 @@ async fn the_deadline_reaches_postgres_and_the_connection_survives_it() {
     // ...and the same warm connection serves the next read.
     let n = store
         .db
-        .read("acme", Duration::from_secs(5), |tx| {
+        .read("acme", Instant::now() + Duration::from_secs(5), |tx| {
             Box::pin(async move {
                 Ok(tx.query("SELECT count(*) FROM events", &[]).await?[0].get::<_, i64>(0))
             })
@@ -815,12 +815,12 @@ async fn the_deadline_reaches_postgres_and_the_connection_survives_it() {
         .unwrap();
     let result = store
         .db
-        .read("acme", Duration::from_millis(300), |tx| {
+        .read("acme", Instant::now() + Duration::from_millis(300), |tx| {
             Box::pin(async move { tx.query("SELECT count(*) FROM events", &[]).await })
         })
         .await;
     assert!(
-        matches!(result, Err(DbError::StatementTimeout)),
+        matches!(result, Err(DbError::Timeout(Phase::Execute))),
         "{result:?}"
     );
     tx.rollback().await.unwrap();
@@ -833,10 +833,15 @@ async fn the_deadline_reaches_postgres_and_the_connection_survives_it() {
     tx.batch_execute("LOCK TABLE events IN ACCESS EXCLUSIVE MODE")
         .await
         .unwrap();
-    let m = tool_error(&call(&app, &token(Some("acme")), "query_events", json!({})).await);
+    let a = call(&app, &token(Some("acme")), "query_events", json!({})).await;
+    let m = tool_error(&a);
     assert!(
-        m.contains("time budget of 300 ms") && m.contains("Narrow the time window"),
+        m.contains("time budget of 300 ms") && m.contains("narrow the time window"),
         "{m}"
     );
+    let detail = &a.result()["structuredContent"];
+    assert_eq!(detail["code"], "deadline_exceeded");
+    assert_eq!(detail["phase"], "execute");
+    assert_eq!(detail["budget_ms"], 300);
     tx.rollback().await.unwrap();
 }

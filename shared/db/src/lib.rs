@@ -8,17 +8,28 @@
 //! connection safe to share through a transaction-pooling proxy (PgBouncer, RDS Proxy).
 //! Statements are sent with `query_typed` (unnamed, extended protocol, one round trip),
 //! because named prepared statements do not survive transaction pooling.
+//!
+//! Every read has one deadline, and every wait inside it is cut off by that deadline: the
+//! wait for the sandbox's connection and its credentials ([`Phase::Acquire`]), the TCP,
+//! TLS and authentication exchange ([`Phase::Connect`]), and the statements
+//! ([`Phase::Execute`]), which the server times out itself (`statement_timeout`,
+//! `lock_timeout`) a little before the deadline and which a client-side timer cancels at
+//! the deadline when the server's answer never arrives (a hung proxy, a lost network).
 
 mod config;
 mod migrate;
 mod secret;
 mod tls;
 
+use std::fmt;
 use std::future::Future;
+use std::ops::ControlFlow;
 use std::pin::Pin;
 use std::time::Duration;
 
+use futures_util::TryStreamExt;
 use tokio::sync::Mutex;
+use tokio::time::Instant;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Client, Row};
@@ -32,18 +43,45 @@ pub use tls::parse_roots;
 /// A boxed future borrowing a transaction.
 pub type TxFuture<'t, T> = Pin<Box<dyn Future<Output = Result<T, DbError>> + Send + 't>>;
 
+/// Where in a read its time ran out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Waiting for the sandbox's connection or reading its credentials.
+    Acquire,
+    /// TCP, TLS and authentication with the proxy or server, and the role check.
+    Connect,
+    /// The transaction's statements.
+    Execute,
+}
+
+impl Phase {
+    /// The name logs, metrics and tool results use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Acquire => "acquire",
+            Self::Connect => "connect",
+            Self::Execute => "execute",
+        }
+    }
+}
+
+impl fmt::Display for Phase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Why a read failed. Messages are for logs; the tool layer decides what a caller sees.
 #[derive(Debug, thiserror::Error)]
 pub enum DbError {
     #[error("could not connect to the database")]
     Connect(#[source] tokio_postgres::Error),
-    #[error("connecting to the database timed out")]
-    ConnectTimeout,
     #[error("the database connection was lost")]
     ConnectionLost(#[source] tokio_postgres::Error),
-    /// `statement_timeout` or `lock_timeout` fired: the server cancelled the statement.
-    #[error("the statement was cancelled by its timeout")]
-    StatementTimeout,
+    /// The read's deadline (or the connect timeout) passed in `phase`. In `execute` the
+    /// statement was cancelled: by the server's own timeout, or by a cancel request.
+    #[error("the read ran out of time in its {0} phase")]
+    Timeout(Phase),
     #[error("the database refused the statement")]
     Query(#[source] tokio_postgres::Error),
     #[error("the TLS configuration is unusable: {0}")]
@@ -63,7 +101,7 @@ impl DbError {
         } else if e.code() == Some(&SqlState::QUERY_CANCELED)
             || e.code() == Some(&SqlState::LOCK_NOT_AVAILABLE)
         {
-            Self::StatementTimeout
+            Self::Timeout(Phase::Execute)
         } else {
             Self::Query(e)
         }
@@ -90,6 +128,9 @@ impl DbError {
     }
 }
 
+/// How long a cancel request may hold up the answer to a caller whose deadline passed.
+const CANCEL_WAIT: Duration = Duration::from_millis(250);
+
 /// A statement parameter with its declared type (what `query_typed` needs).
 pub type Param<'a> = (&'a (dyn ToSql + Sync), Type);
 
@@ -103,13 +144,46 @@ impl Tx<'_> {
     ///
     /// # Errors
     ///
-    /// [`DbError::StatementTimeout`] when the transaction's statement timeout fired,
+    /// [`DbError::Timeout`] when the transaction's statement timeout fired,
     /// [`DbError::ConnectionLost`] when the connection died, [`DbError::Query`] otherwise.
     pub async fn query(&self, sql: &str, params: &[Param<'_>]) -> Result<Vec<Row>, DbError> {
         self.client
             .query_typed(sql, params)
             .await
             .map_err(DbError::from_query)
+    }
+
+    /// Runs one statement and hands its rows to `each` as they arrive, until `each` says
+    /// [`ControlFlow::Break`]: rows after that are never decoded or kept (the driver
+    /// discards what the server still sends), so a caller with a byte budget stops reading
+    /// as soon as the budget is spent. Returns how many rows `each` saw.
+    ///
+    /// # Errors
+    ///
+    /// As [`Tx::query`].
+    pub async fn for_each_row<F>(
+        &self,
+        sql: &str,
+        params: &[Param<'_>],
+        mut each: F,
+    ) -> Result<u64, DbError>
+    where
+        F: FnMut(Row) -> ControlFlow<()>,
+    {
+        let stream = self
+            .client
+            .query_typed_raw(sql, params.iter().map(|(value, ty)| (*value, ty.clone())))
+            .await
+            .map_err(DbError::from_query)?;
+        let mut stream = std::pin::pin!(stream);
+        let mut seen = 0;
+        while let Some(row) = stream.try_next().await.map_err(DbError::from_query)? {
+            seen += 1;
+            if each(row).is_break() {
+                break;
+            }
+        }
+        Ok(seen)
     }
 }
 
@@ -137,33 +211,47 @@ impl Db {
         }
     }
 
-    /// Runs `body` in a read-only transaction scoped to `tenant`, with `statement_timeout`
-    /// set for its statements. A connection found dead is replaced and the whole body run
-    /// again once (safe: it only reads).
+    /// Runs `body` in a read-only transaction scoped to `tenant`, all of it before
+    /// `deadline`. A connection found dead is replaced and the whole body run again once
+    /// (safe: it only reads).
     ///
     /// # Errors
     ///
-    /// Any [`DbError`]; [`DbError::UnsafeRole`] when the connected role could write.
+    /// Any [`DbError`]; [`DbError::Timeout`] names the phase the deadline passed in;
+    /// [`DbError::UnsafeRole`] when the connected role could write.
     pub async fn read<T, F>(
         &self,
         tenant: &str,
-        statement_timeout: Duration,
+        deadline: std::time::Instant,
         body: F,
     ) -> Result<T, DbError>
     where
         F: for<'t> Fn(Tx<'t>) -> TxFuture<'t, T>,
     {
-        let mut conn = self.conn.lock().await;
-        let timeout_ms = statement_timeout.as_millis().max(1).to_string();
+        let deadline = Instant::from_std(deadline);
+        // One invocation at a time per sandbox in Lambda; locally (`cargo lambda watch`,
+        // tests) callers can queue here, and the queue counts against their deadline.
+        let mut conn = tokio::time::timeout_at(deadline, self.conn.lock())
+            .await
+            .map_err(|_| DbError::Timeout(Phase::Acquire))?;
         let mut attempt = 0;
         loop {
             attempt += 1;
-            self.ensure_client(&mut conn).await?;
+            self.ensure_client(&mut conn, deadline).await?;
             conn.dirty = true;
             let Some(client) = conn.client.as_ref() else {
-                return Err(DbError::ConnectTimeout);
+                return Err(DbError::Timeout(Phase::Connect));
             };
-            let result: Result<T, DbError> = async {
+            // The server times the statements out a little before the deadline, so its
+            // clean "canceling statement due to statement timeout" normally wins and the
+            // connection stays usable; the client-side timer below is the backstop.
+            let left = deadline.saturating_duration_since(Instant::now());
+            let grace = (left / 10).clamp(Duration::from_millis(20), Duration::from_millis(250));
+            let Some(server_budget) = left.checked_sub(grace).filter(|d| !d.is_zero()) else {
+                return Err(DbError::Timeout(Phase::Execute));
+            };
+            let timeout_ms = server_budget.as_millis().max(1).to_string();
+            let transaction = async {
                 let run = |sql: &'static str| client.query_typed(sql, &[]);
                 run("BEGIN READ ONLY").await.map_err(DbError::from_query)?;
                 client
@@ -181,8 +269,22 @@ impl Db {
                 let value = body(Tx { client }).await?;
                 run("COMMIT").await.map_err(DbError::from_query)?;
                 Ok(value)
-            }
-            .await;
+            };
+            let result: Result<T, DbError> =
+                match tokio::time::timeout_at(deadline, transaction).await {
+                    Ok(result) => result,
+                    Err(_) => {
+                        // The server's timeout did not answer in time: the network or the proxy
+                        // is stuck, or a statement disabled its timeout. Ask the server to cancel
+                        // (bounded: the answer to our caller must not wait for it), and drop the
+                        // connection, whose protocol state is now unknown.
+                        let token = client.cancel_token();
+                        conn.client = None;
+                        conn.dirty = false;
+                        self.cancel(token).await;
+                        return Err(DbError::Timeout(Phase::Execute));
+                    }
+                };
             match result {
                 Ok(value) => {
                     conn.dirty = false;
@@ -197,23 +299,53 @@ impl Db {
         }
     }
 
+    /// Sends a cancel request for whatever `token`'s connection is running, waiting at most
+    /// [`CANCEL_WAIT`]. Best effort: failures are logged, never returned.
+    async fn cancel(&self, token: tokio_postgres::CancelToken) {
+        let sending = async {
+            match &self.config.tls {
+                TlsMode::Disable => token.cancel_query(tokio_postgres::NoTls).await,
+                TlsMode::VerifyFull { roots } => match tls::connector(roots) {
+                    Ok(tls) => token.cancel_query(tls).await,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot build TLS for the cancel request");
+                        return;
+                    }
+                },
+            }
+            .unwrap_or_else(|e| tracing::warn!(error = %e, "cancel request failed"));
+        };
+        if tokio::time::timeout(CANCEL_WAIT, sending).await.is_err() {
+            tracing::warn!("cancel request timed out");
+        } else {
+            tracing::info!("sent a cancel request for a statement past its deadline");
+        }
+    }
+
     /// The live connection, made (and vetted) if there is none or it died; a transaction
     /// left open by a failed read is rolled back first.
-    async fn ensure_client(&self, conn: &mut Conn) -> Result<(), DbError> {
+    async fn ensure_client(&self, conn: &mut Conn, deadline: Instant) -> Result<(), DbError> {
         if conn.client.as_ref().is_some_and(Client::is_closed) {
             conn.client = None;
         }
         if conn.dirty {
-            if let Some(client) = &conn.client
-                && client.query_typed("ROLLBACK", &[]).await.is_err()
-            {
-                conn.client = None;
+            if let Some(client) = &conn.client {
+                let rollback = client.query_typed("ROLLBACK", &[]);
+                if !matches!(tokio::time::timeout_at(deadline, rollback).await, Ok(Ok(_))) {
+                    conn.client = None;
+                }
             }
             conn.dirty = false;
         }
         if conn.client.is_none() {
-            let client = self.connect().await?;
-            check_role(&client).await?;
+            let connecting = async {
+                let client = self.connect(deadline).await?;
+                check_role(&client).await?;
+                Ok::<_, DbError>(client)
+            };
+            let client = tokio::time::timeout_at(deadline, connecting)
+                .await
+                .map_err(|_| DbError::Timeout(Phase::Connect))??;
             conn.client = Some(client);
         }
         Ok(())
@@ -226,7 +358,8 @@ impl Db {
     ///
     /// Any connection or credential failure.
     pub async fn connect_unchecked(&self) -> Result<Client, DbError> {
-        self.connect().await
+        self.connect(Instant::now() + self.config.connect_timeout)
+            .await
     }
 
     /// Runs PgBouncer admin-console commands (simple protocol, outside any transaction):
@@ -243,28 +376,34 @@ impl Db {
         Ok(())
     }
 
-    /// Connects with the configured credentials. With a Secrets Manager secret, a refused
-    /// password re-reads the secret once (it may have been rotated) and tries again.
-    async fn connect(&self) -> Result<Client, DbError> {
+    /// Connects with the configured credentials, by `deadline` and within the connect
+    /// timeout. With a Secrets Manager secret, a refused password re-reads the secret once
+    /// (it may have been rotated) and tries again.
+    async fn connect(&self, deadline: Instant) -> Result<Client, DbError> {
+        let budget = || {
+            deadline
+                .saturating_duration_since(Instant::now())
+                .min(self.config.connect_timeout)
+        };
         match &self.config.credentials {
             Credentials::Url(url) => {
                 let pg = url
                     .parse::<tokio_postgres::Config>()
                     .map_err(DbError::Connect)?;
-                self.connect_with(pg).await
+                self.connect_with(pg, budget()).await
             }
             Credentials::Secret { source, endpoint } => {
-                let secret = source.get(false, self.config.connect_timeout).await?;
+                let secret = source.get(false, budget()).await?;
                 match self
-                    .connect_with(SecretSource::config(&secret, endpoint)?)
+                    .connect_with(SecretSource::config(&secret, endpoint)?, budget())
                     .await
                 {
                     Err(e) if e.is_auth() => {
                         tracing::warn!(
                             "the database refused the cached credentials; re-reading the secret"
                         );
-                        let secret = source.get(true, self.config.connect_timeout).await?;
-                        self.connect_with(SecretSource::config(&secret, endpoint)?)
+                        let secret = source.get(true, budget()).await?;
+                        self.connect_with(SecretSource::config(&secret, endpoint)?, budget())
                             .await
                     }
                     other => other,
@@ -273,9 +412,13 @@ impl Db {
         }
     }
 
-    async fn connect_with(&self, mut pg: tokio_postgres::Config) -> Result<Client, DbError> {
+    async fn connect_with(
+        &self,
+        mut pg: tokio_postgres::Config,
+        timeout: Duration,
+    ) -> Result<Client, DbError> {
         // tokio-postgres waits forever by default; a Lambda invocation cannot.
-        pg.connect_timeout(self.config.connect_timeout)
+        pg.connect_timeout(timeout.max(Duration::from_millis(1)))
             .keepalives(true)
             .keepalives_idle(Duration::from_secs(30))
             .tcp_user_timeout(self.config.connect_timeout.max(Duration::from_secs(5)))
@@ -299,9 +442,9 @@ impl Db {
                 }
             }
         };
-        tokio::time::timeout(self.config.connect_timeout, connecting)
+        tokio::time::timeout(timeout, connecting)
             .await
-            .map_err(|_| DbError::ConnectTimeout)?
+            .map_err(|_| DbError::Timeout(Phase::Connect))?
     }
 }
 

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 use tokio::sync::Mutex;
 
-use crate::DbError;
+use crate::{DbError, Phase};
 
 /// The fields of an RDS secret we use (`engine`, `dbInstanceIdentifier`... are ignored).
 #[derive(Clone, Deserialize)]
@@ -95,7 +95,8 @@ impl SecretSource {
     ///
     /// # Errors
     ///
-    /// [`DbError::Secret`] when the secret cannot be read in `timeout` or is not RDS JSON.
+    /// [`DbError::Timeout`] (phase `acquire`) when the secret cannot be read in `timeout`,
+    /// [`DbError::Secret`] when it cannot be read at all or is not RDS JSON.
     pub async fn get(&self, refresh: bool, timeout: Duration) -> Result<DbSecret, DbError> {
         let mut cache = self.cache.lock().await;
         if let Some((secret, at)) = cache.as_ref()
@@ -111,7 +112,7 @@ impl SecretSource {
             .send();
         let output = tokio::time::timeout(timeout, read)
             .await
-            .map_err(|_| DbError::Secret("reading the secret timed out".into()))?
+            .map_err(|_| DbError::Timeout(Phase::Acquire))?
             .map_err(|e| {
                 DbError::Secret(format!(
                     "GetSecretValue failed: {}",

@@ -1,6 +1,6 @@
 //! What a request carries into a tool, resource or prompt body.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use serde_json::Value;
@@ -50,6 +50,40 @@ pub struct RequestContext {
     pub input_responses: Option<Value>,
     /// 2026-07-28 multi-round-trip requests: the opaque state the server returned earlier.
     pub request_state: Option<String>,
+    /// The byte budget of this call's result (the tool's own or the server's). Tools that
+    /// return lists fill them up to it and say `truncated` rather than overrun it.
+    pub response_budget: usize,
+    /// Where the engine leaves this request's [`CallRecord`] for the transport's log line.
+    pub(crate) record: CallSlot,
+}
+
+/// What one `tools/call` did, for the request's log line and metrics.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallRecord {
+    pub tool: String,
+    /// The result was an `isError` result (or the call was refused as one).
+    pub is_error: bool,
+    pub rows: Option<u64>,
+    pub truncated: bool,
+    pub deadline_phase: Option<&'static str>,
+    /// The result was over the response budget and replaced.
+    pub over_budget: bool,
+}
+
+/// A shared slot for the one [`CallRecord`] of a request (a batch holds at most one call).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct CallSlot(Arc<Mutex<Option<CallRecord>>>);
+
+impl CallSlot {
+    pub(crate) fn set(&self, record: CallRecord) {
+        if let Ok(mut slot) = self.0.lock() {
+            *slot = Some(record);
+        }
+    }
+
+    pub(crate) fn take(&self) -> Option<CallRecord> {
+        self.0.lock().ok().and_then(|mut slot| slot.take())
+    }
 }
 
 impl RequestContext {
@@ -62,6 +96,8 @@ impl RequestContext {
             client_capabilities: None,
             input_responses: None,
             request_state: None,
+            response_budget: crate::server::DEFAULT_RESPONSE_BUDGET,
+            record: CallSlot::default(),
         }
     }
 }

@@ -18,11 +18,12 @@ pub mod registry;
 pub mod server;
 pub mod version;
 
-pub use context::{Caller, RequestContext};
+pub use context::{CallRecord, Caller, RequestContext};
 pub use error::RpcError;
 pub use registry::{
-    BoxFuture, CallToolResult, Completions, InputRequired, Outcome, Owner, Prompts, RegistryError,
-    Resources, ToolAnnotations, ToolDef, ToolError, Tools,
+    BoxFuture, ByteCounter, CallStats, CallToolResult, Completions, DEFAULT_TOOL_MAX_DURATION,
+    InputRequired, Outcome, Owner, Prompts, RegistryError, Resources, ToolAnnotations, ToolDef,
+    ToolError, Tools, structured_cost,
 };
 pub use server::{CacheHints, HeaderField, Incoming, Reply, Server, ServerBuilder};
 pub use version::ProtocolVersion;

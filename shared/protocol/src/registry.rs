@@ -6,6 +6,7 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::{Map, Value, json};
@@ -42,6 +43,21 @@ pub struct CallToolResult {
     pub structured_content: Option<Value>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub is_error: bool,
+    /// What the call did, for the request's log record and metrics. Never sent.
+    #[serde(skip)]
+    pub stats: CallStats,
+}
+
+/// Facts about one tool call that only its body knows, reported in the request's log line
+/// and metrics (never sent to the client).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallStats {
+    /// Rows read from the store.
+    pub rows: Option<u64>,
+    /// The result was cut short (row limit, byte budget or a long value shortened).
+    pub truncated: bool,
+    /// Where the call's deadline ran out, if it did (`acquire`, `connect`, `execute`).
+    pub deadline_phase: Option<&'static str>,
 }
 
 impl CallToolResult {
@@ -51,6 +67,7 @@ impl CallToolResult {
             content: vec![json!({ "type": "text", "text": text.into() })],
             structured_content: None,
             is_error: false,
+            stats: CallStats::default(),
         }
     }
 
@@ -62,7 +79,26 @@ impl CallToolResult {
             content: vec![json!({ "type": "text", "text": value.to_string() })],
             structured_content: Some(value),
             is_error: false,
+            stats: CallStats::default(),
         }
+    }
+
+    /// An `isError` result whose structured content tells the model what went wrong in a
+    /// form it can act on, with `text` as the human-readable block.
+    pub fn structured_error(text: impl Into<String>, detail: Value) -> Self {
+        Self {
+            content: vec![json!({ "type": "text", "text": text.into() })],
+            structured_content: Some(detail),
+            is_error: true,
+            stats: CallStats::default(),
+        }
+    }
+
+    /// The same result with `stats` attached.
+    #[must_use]
+    pub fn with_stats(mut self, stats: CallStats) -> Self {
+        self.stats = stats;
+        self
     }
 
     /// A tool execution error the model can read and act on.
@@ -79,7 +115,34 @@ impl CallToolResult {
             content,
             structured_content: None,
             is_error: false,
+            stats: CallStats::default(),
         }
+    }
+}
+
+/// The bytes `value` adds to a result made with [`CallToolResult::structured`]: once as
+/// `structuredContent`, once more as the text mirror, a JSON string of the same text in
+/// which every quote and backslash gains a backslash (compact JSON has no raw control
+/// characters left to escape). Tools that fill a list up to the response budget add this
+/// per item.
+pub fn structured_cost(value: &Value) -> usize {
+    let text = value.to_string();
+    let escapes = text.bytes().filter(|b| matches!(b, b'"' | b'\\')).count();
+    text.len() * 2 + escapes
+}
+
+/// An `io::Write` that only counts: measures serialised size without a buffer.
+#[derive(Default)]
+pub struct ByteCounter(pub usize);
+
+impl std::io::Write for ByteCounter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
@@ -94,6 +157,10 @@ pub enum ToolError {
     /// a tampered `requestState`); becomes a -32602 protocol error.
     #[error("{0}")]
     InvalidParams(String),
+    /// The tool failed and has shaped the `isError` result itself (structured detail the
+    /// model can act on, plus [`CallStats`] for the log).
+    #[error("the tool failed with a detailed result")]
+    Detailed(Box<CallToolResult>),
     /// Something broke on our side. The client gets an opaque -32603; the cause is logged.
     #[error("internal failure")]
     Internal(#[source] Box<dyn std::error::Error + Send + Sync>),
@@ -137,8 +204,14 @@ pub struct ToolDef {
     required_client_capabilities: Vec<String>,
     owner_argument: Option<(String, Owner)>,
     response_budget: Option<usize>,
+    max_duration: Duration,
     handler: Arc<ToolFn>,
 }
+
+/// The longest a tool call may run unless its definition says otherwise: under API
+/// Gateway's 29-30 s integration timeout, so the caller always gets our answer rather
+/// than the gateway's 504.
+pub const DEFAULT_TOOL_MAX_DURATION: Duration = Duration::from_secs(28);
 
 /// Which identity of the caller an owner argument must equal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -170,6 +243,7 @@ impl ToolDef {
             required_client_capabilities: Vec::new(),
             owner_argument: None,
             response_budget: None,
+            max_duration: DEFAULT_TOOL_MAX_DURATION,
             handler: Arc::new(move |args, ctx| Box::pin(handler(args, ctx))),
         }
     }
@@ -215,6 +289,13 @@ impl ToolDef {
         self
     }
 
+    /// The longest one call of this tool may run, whatever time the invocation has left
+    /// (default [`DEFAULT_TOOL_MAX_DURATION`]).
+    pub fn max_duration(mut self, limit: Duration) -> Self {
+        self.max_duration = limit;
+        self
+    }
+
     /// A client capability (e.g. `sampling`) this tool cannot run without.
     pub fn requires_client_capability(mut self, capability: impl Into<String>) -> Self {
         self.required_client_capabilities.push(capability.into());
@@ -253,6 +334,10 @@ impl Tool {
 
     pub fn response_budget(&self) -> Option<usize> {
         self.def.response_budget
+    }
+
+    pub fn max_duration(&self) -> Duration {
+        self.def.max_duration
     }
 
     pub fn owner_argument(&self) -> Option<(&str, Owner)> {

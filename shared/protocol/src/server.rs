@@ -12,12 +12,12 @@ use base64::Engine as _;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::context::{Caller, RequestContext};
+use crate::context::{CallRecord, CallSlot, Caller, RequestContext};
 use crate::error::RpcError;
 use crate::jsonrpc::{self, EnvelopeError, Message, RequestId};
 use crate::registry::{
-    CallToolResult, Completions, InputRequired, Outcome, Owner, Prompts, Resources, ToolError,
-    Tools,
+    ByteCounter, CallToolResult, Completions, InputRequired, Outcome, Owner, Prompts, Resources,
+    ToolError, Tools,
 };
 use crate::version::{ProtocolVersion, supported_versions};
 
@@ -83,6 +83,8 @@ pub struct Reply {
     /// Set when the call was refused for missing scopes: the scopes to name in the
     /// `insufficient_scope` challenge.
     pub insufficient_scope: Option<Vec<String>>,
+    /// What the request's `tools/call` did, if it made one (for logs and metrics).
+    pub call: Option<CallRecord>,
 }
 
 /// The server's identity (`serverInfo` / `Implementation`).
@@ -210,6 +212,13 @@ impl Server {
 
     /// Answers one HTTP POST body.
     pub async fn handle(&self, incoming: Incoming<'_>) -> Reply {
+        let slot = CallSlot::default();
+        let mut reply = self.answer(&incoming, &slot).await;
+        reply.call = slot.take();
+        reply
+    }
+
+    async fn answer(&self, incoming: &Incoming<'_>, slot: &CallSlot) -> Reply {
         let assumed = ProtocolVersion::ASSUMED_WITHOUT_HEADER;
         let reply = |status, body, version, method| Reply {
             status,
@@ -217,6 +226,7 @@ impl Server {
             version,
             method,
             insufficient_scope: None,
+            call: None,
         };
         let error_reply = |err: RpcError, id: Option<&RequestId>, version, method| {
             let body = jsonrpc::failure(id, &err.to_object(version));
@@ -259,10 +269,13 @@ impl Server {
         };
 
         if let Value::Array(items) = &value {
-            return self.handle_batch(items, version, &incoming).await;
+            return self.handle_batch(items, version, incoming, slot).await;
         }
 
-        match self.handle_message(&value, version, &incoming, false).await {
+        match self
+            .handle_message(&value, version, incoming, slot, false)
+            .await
+        {
             Handled::Accepted => reply(202, None, version, method_name),
             Handled::Answer {
                 status,
@@ -280,6 +293,7 @@ impl Server {
         items: &[Value],
         version: ProtocolVersion,
         incoming: &Incoming<'_>,
+        slot: &CallSlot,
     ) -> Reply {
         let reject = |msg: String| {
             let err = RpcError::InvalidRequest(msg);
@@ -289,6 +303,7 @@ impl Server {
                 version,
                 method: None,
                 insufficient_scope: None,
+                call: None,
             }
         };
         if !version.allows_batches() {
@@ -318,8 +333,9 @@ impl Server {
         }
         let mut responses = Vec::new();
         for item in items {
-            if let Handled::Answer { body, .. } =
-                self.handle_message(item, version, incoming, true).await
+            if let Handled::Answer { body, .. } = self
+                .handle_message(item, version, incoming, slot, true)
+                .await
             {
                 responses.push(body);
             }
@@ -331,6 +347,7 @@ impl Server {
                 version,
                 method: None,
                 insufficient_scope: None,
+                call: None,
             };
         }
         Reply {
@@ -339,6 +356,7 @@ impl Server {
             version,
             method: None,
             insufficient_scope: None,
+            call: None,
         }
     }
 
@@ -347,6 +365,7 @@ impl Server {
         value: &Value,
         version: ProtocolVersion,
         incoming: &Incoming<'_>,
+        slot: &CallSlot,
         in_batch: bool,
     ) -> Handled {
         let message = match jsonrpc::parse_envelope(value) {
@@ -385,9 +404,10 @@ impl Server {
             }
         };
         let result = if version.is_stateless() {
-            self.dispatch_stateless(&method, params, incoming).await
+            self.dispatch_stateless(&method, params, incoming, slot)
+                .await
         } else {
-            self.dispatch_handshake(&method, params, version, incoming, in_batch)
+            self.dispatch_handshake(&method, params, version, incoming, slot, in_batch)
                 .await
         };
         match result {
@@ -406,6 +426,7 @@ impl Server {
         params: Map<String, Value>,
         version: ProtocolVersion,
         incoming: &Incoming<'_>,
+        slot: &CallSlot,
         in_batch: bool,
     ) -> Result<Value, RpcError> {
         let ctx = || RequestContext {
@@ -415,6 +436,8 @@ impl Server {
             client_capabilities: None,
             input_responses: None,
             request_state: None,
+            response_budget: self.response_budget,
+            record: slot.clone(),
         };
         match method {
             // 2025-03-26 basic §Batching: "The initialize request MUST NOT be part of a
@@ -439,6 +462,7 @@ impl Server {
         method: &str,
         params: Map<String, Value>,
         incoming: &Incoming<'_>,
+        slot: &CallSlot,
     ) -> Result<Value, RpcError> {
         let version = ProtocolVersion::V2026_07_28;
         if !self.serves_stateless(method) {
@@ -472,6 +496,8 @@ impl Server {
             client_capabilities: Some(client_capabilities),
             input_responses,
             request_state,
+            response_budget: self.response_budget,
+            record: slot.clone(),
         };
         let cacheable = matches!(
             method,
@@ -602,6 +628,26 @@ impl Server {
         ctx: RequestContext,
     ) -> Result<Value, RpcError> {
         let p: CallToolParams = parse_params(params)?;
+        let slot = ctx.record.clone();
+        let mut record = CallRecord {
+            tool: p.name.clone(),
+            ..CallRecord::default()
+        };
+        let result = self.run_tool(p, ctx, &mut record).await;
+        record.is_error = match &result {
+            Ok(value) => value.get("isError") == Some(&Value::Bool(true)),
+            Err(_) => true,
+        };
+        slot.set(record);
+        result
+    }
+
+    async fn run_tool(
+        &self,
+        p: CallToolParams,
+        mut ctx: RequestContext,
+        record: &mut CallRecord,
+    ) -> Result<Value, RpcError> {
         let all_scopes = self.tools.all_scopes();
         let permitted = self
             .tools
@@ -663,9 +709,17 @@ impl Server {
             ))));
         }
         let version = ctx.version;
+        // The tool's own cap bounds the call even when the invocation has longer left.
+        let cap = Instant::now() + tool.max_duration();
+        ctx.deadline = Some(ctx.deadline.map_or(cap, |d| d.min(cap)));
+        let budget = tool.response_budget().unwrap_or(self.response_budget);
+        ctx.response_budget = budget;
         tracing::info!(tool.name = %p.name, caller = ctx.caller.subject_hash.as_deref().unwrap_or("-"), "tool call");
         match tool.call(args, ctx).await {
             Ok(Outcome::Complete(result)) => {
+                record.rows = result.stats.rows;
+                record.truncated = result.stats.truncated;
+                record.deadline_phase = result.stats.deadline_phase;
                 if !result.is_error && !tool.output_conforms(result.structured_content.as_ref()) {
                     // "Servers MUST provide structured results that conform to this schema":
                     // a non-conforming result is our bug, never the client's problem.
@@ -673,11 +727,17 @@ impl Server {
                     return Err(RpcError::Internal);
                 }
                 let value = to_value(&result);
-                let budget = tool.response_budget().unwrap_or(self.response_budget);
-                Ok(within_budget(value, budget, &p.name))
+                let (value, over) = within_budget(value, budget, &p.name);
+                record.over_budget = over;
+                Ok(value)
             }
             Ok(Outcome::InputRequired(ir)) => self.input_required(ir, &version),
             Err(ToolError::Execution(message)) => Ok(to_value(&CallToolResult::error(message))),
+            Err(ToolError::Detailed(result)) => {
+                record.deadline_phase = result.stats.deadline_phase;
+                record.rows = result.stats.rows;
+                Ok(to_value(&result))
+            }
             Err(e) => Err(body_error(e, "tools/call", &p.name)),
         }
     }
@@ -924,10 +984,15 @@ fn missing_capabilities(required: &[String], ctx: &RequestContext) -> Option<Val
 /// Enforces the response budget at the dispatch boundary, whatever the tool: a result
 /// whose serialised form is over `budget` never reaches the client; a small `isError`
 /// result in its place says how big it was and how to ask for less.
-fn within_budget(value: Value, budget: usize, tool: &str) -> Value {
-    let bytes = serde_json::to_vec(&value).map_or(usize::MAX, |v| v.len());
+fn within_budget(value: Value, budget: usize, tool: &str) -> (Value, bool) {
+    // Measured without building the bytes: the transport serialises the reply once.
+    let mut counter = ByteCounter::default();
+    let bytes = match serde_json::to_writer(&mut counter, &value) {
+        Ok(()) => counter.0,
+        Err(_) => usize::MAX,
+    };
     if bytes <= budget {
-        return value;
+        return (value, false);
     }
     tracing::warn!(
         tool.name = tool,
@@ -948,11 +1013,10 @@ fn within_budget(value: Value, budget: usize, tool: &str) -> Value {
         "The result of {tool} was {bytes} bytes (about {} tokens), over this server's budget of {budget} bytes, so it was not returned. Narrow the time window, add filters, lower the limit, or leave out raw payloads.",
         bytes / 4
     );
-    to_value(&CallToolResult {
-        content: vec![json!({ "type": "text", "text": text })],
-        structured_content: Some(detail),
-        is_error: true,
-    })
+    (
+        to_value(&CallToolResult::structured_error(text, detail)),
+        true,
+    )
 }
 
 /// We serve every list in one page, so any cursor is one we never issued
@@ -969,6 +1033,15 @@ fn body_error(err: ToolError, what: &str, name: &str) -> RpcError {
         ToolError::InvalidParams(message) | ToolError::Execution(message) => {
             RpcError::InvalidParams(message)
         }
+        ToolError::Detailed(result) => RpcError::InvalidParams(
+            result
+                .content
+                .first()
+                .and_then(|block| block.get("text"))
+                .and_then(Value::as_str)
+                .unwrap_or("the request failed")
+                .to_owned(),
+        ),
         ToolError::Internal(source) => {
             // Logged once, here, with the whole chain; the client only learns "Internal error".
             tracing::error!(rpc.method = what, target = name, error = %ErrorChain(&*source), "request body failed");

@@ -5,13 +5,15 @@
 
 mod cursor;
 
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Duration;
 
 use jiff::Timestamp;
-use mcp_db::{Db, DbError, Param, Tx, TxFuture};
+use mcp_db::{Db, DbError, Param, Phase, Tx, TxFuture};
 use mcp_protocol::{
-    CallToolResult, Outcome, RegistryError, RequestContext, ToolDef, ToolError, Tools,
+    CallStats, CallToolResult, Outcome, RegistryError, RequestContext, ToolDef, ToolError, Tools,
+    structured_cost,
 };
 use serde_json::{Map, Value, json};
 use tokio_postgres::Row;
@@ -38,8 +40,45 @@ pub struct Store {
 
 type ToolResult = Result<Outcome<CallToolResult>, ToolError>;
 
-fn done(value: Value) -> ToolResult {
-    Ok(Outcome::Complete(CallToolResult::structured(value)))
+fn done(value: Value, stats: CallStats) -> ToolResult {
+    Ok(Outcome::Complete(
+        CallToolResult::structured(value).with_stats(stats),
+    ))
+}
+
+/// Stats of a call that read `rows` rows and returned them all.
+fn read_rows(rows: usize) -> CallStats {
+    CallStats {
+        rows: Some(rows as u64),
+        ..CallStats::default()
+    }
+}
+
+/// Longest text value `query_events` and `summarize_window` return whole; longer ones are
+/// cut with a marker (`get_event` returns values up to [`LONG_VALUE_BYTES`]).
+const LIST_VALUE_BYTES: usize = 1024;
+/// Longest text value `get_event` returns whole.
+const LONG_VALUE_BYTES: usize = 32 * 1024;
+
+/// Cuts every string in `value` longer than `max` bytes (at a character boundary) and marks
+/// the cut, so one huge stored value cannot crowd out the rest of a result. Returns how
+/// many values were cut.
+fn shorten_values(value: &mut Value, max: usize) -> usize {
+    match value {
+        Value::String(s) if s.len() > max => {
+            let mut end = max;
+            while !s.is_char_boundary(end) {
+                end -= 1;
+            }
+            let total = s.len();
+            s.truncate(end);
+            s.push_str(&format!("…[cut: {total} bytes in all]"));
+            1
+        }
+        Value::Array(items) => items.iter_mut().map(|v| shorten_values(v, max)).sum(),
+        Value::Object(map) => map.values_mut().map(|v| shorten_values(v, max)).sum(),
+        _ => 0,
+    }
 }
 
 fn fail(message: impl Into<String>) -> ToolResult {
@@ -56,16 +95,10 @@ fn tenant(ctx: &RequestContext) -> Result<String, ToolError> {
 }
 
 /// What a caller sees for each database failure; details go to the log only.
-fn db_error(store: &Store, tool: &str, e: DbError) -> ToolError {
+fn db_error(tool: &str, budget: Duration, e: DbError) -> ToolError {
     match e {
-        DbError::StatementTimeout => ToolError::Execution(format!(
-            "The query ran past its time budget of {} ms and was cancelled. Narrow the time window (since/until) or add filters (entity_id, event_types).",
-            store.statement_timeout.as_millis()
-        )),
-        DbError::Connect(_)
-        | DbError::ConnectTimeout
-        | DbError::ConnectionLost(_)
-        | DbError::Secret(_) => {
+        DbError::Timeout(phase) => deadline_exceeded(tool, phase, budget),
+        DbError::Connect(_) | DbError::ConnectionLost(_) | DbError::Secret(_) => {
             tracing::warn!(tool.name = tool, error = %e, "event store unreachable");
             ToolError::Execution(
                 "The event store is unreachable right now. Retry in a few seconds.".into(),
@@ -73,6 +106,48 @@ fn db_error(store: &Store, tool: &str, e: DbError) -> ToolError {
         }
         other => ToolError::Internal(Box::new(other)),
     }
+}
+
+/// The result for a call whose time ran out: which phase, the budget, what to do. The
+/// model can retry a connection problem as is, but must ask for less when the query
+/// itself was too slow.
+fn deadline_exceeded(tool: &str, phase: Phase, budget: Duration) -> ToolError {
+    let budget_ms = budget.as_millis() as u64;
+    tracing::warn!(
+        tool.name = tool,
+        deadline.phase = phase.as_str(),
+        budget_ms,
+        "tool call ran out of time"
+    );
+    let (text, guidance) = match phase {
+        Phase::Execute => (
+            format!(
+                "{tool} ran past its time budget of {budget_ms} ms while executing the query, which was cancelled."
+            ),
+            "Ask for less: narrow the time window (since/until), add filters (entity_id, event_types), or lower the limit.",
+        ),
+        Phase::Acquire | Phase::Connect => (
+            format!(
+                "{tool} could not reach the event store within its time budget of {budget_ms} ms (phase: {phase})."
+            ),
+            "Retry in a few seconds; the request itself is fine.",
+        ),
+    };
+    let detail = json!({
+        "code": "deadline_exceeded",
+        "tool": tool,
+        "phase": phase.as_str(),
+        "budget_ms": budget_ms,
+        "retryable": true,
+        "guidance": guidance,
+    });
+    let stats = CallStats {
+        deadline_phase: Some(phase.as_str()),
+        ..CallStats::default()
+    };
+    ToolError::Detailed(Box::new(
+        CallToolResult::structured_error(format!("{text} {guidance}"), detail).with_stats(stats),
+    ))
 }
 
 /// PostgreSQL text cannot hold NUL: a string with one would fail inside the database, so it
@@ -184,8 +259,8 @@ fn event_schema() -> Value {
     })
 }
 
-/// Runs `body` in the store's read-only, tenant-scoped transaction, with a statement timeout
-/// that also ends before the invocation's deadline (whichever comes first).
+/// Runs `body` in the store's read-only, tenant-scoped transaction, by the call's deadline
+/// or the store's statement timeout, whichever comes first.
 async fn read<T, F>(
     store: &Store,
     tool: &str,
@@ -196,21 +271,20 @@ async fn read<T, F>(
 where
     F: for<'t> Fn(Tx<'t>) -> TxFuture<'t, T>,
 {
-    let mut timeout = store.statement_timeout;
+    let mut budget = store.statement_timeout;
     if let Some(deadline) = ctx.deadline {
         let left = deadline.saturating_duration_since(std::time::Instant::now());
         if left < Duration::from_millis(50) {
-            return Err(ToolError::Execution(
-                "No time is left in this request to query the event store. Retry with a smaller request.".into(),
-            ));
+            return Err(deadline_exceeded(tool, Phase::Acquire, left));
         }
-        timeout = timeout.min(left);
+        budget = budget.min(left);
     }
+    let deadline = std::time::Instant::now() + budget;
     store
         .db
-        .read(tenant, timeout, body)
+        .read(tenant, deadline, body)
         .await
-        .map_err(|e| db_error(store, tool, e))
+        .map_err(|e| db_error(tool, budget, e))
 }
 
 /// Registers every event-store tool.
@@ -247,7 +321,7 @@ pub fn register(tools: &mut Tools, store: Arc<Store>) -> Result<(), RegistryErro
     tools.register(
         ToolDef::new(
             "query_events",
-            "Lists events newest first, filtered by entity, event types, time window, tags and minimum severity. Returns at most `limit` events (default 50, at most 500); when `truncated` is true, pass `next_cursor` back as `cursor` with the same filters for the next page. Raw payloads only when include_payload is true.",
+            "Lists events newest first, filtered by entity, event types, time window, tags and minimum severity. Returns at most `limit` events (default 50, at most 500), and fewer when the page would outgrow the response size budget; when `truncated` is true, pass `next_cursor` back as `cursor` with the same filters for the next page. Text values over 1 KB are cut with a marker (get_event returns values up to 32 KB). Raw payloads only when include_payload is true.",
             json!({
                 "type": "object",
                 "properties": {
@@ -274,6 +348,8 @@ pub fn register(tools: &mut Tools, store: Arc<Store>) -> Result<(), RegistryErro
                 "count": { "type": "integer" },
                 "limit": { "type": "integer" },
                 "truncated": { "type": "boolean" },
+                "stopped_by": { "type": ["string", "null"], "enum": ["limit", "bytes", null] },
+                "shortened_values": { "type": "integer" },
                 "next_cursor": { "type": ["string", "null"] }
             },
             "required": ["events", "count", "limit", "truncated", "next_cursor"]
@@ -296,7 +372,7 @@ pub fn register(tools: &mut Tools, store: Arc<Store>) -> Result<(), RegistryErro
         .scopes([READ_SCOPE])
         .output_schema(json!({
             "type": "object",
-            "properties": { "event": event_schema() },
+            "properties": { "event": event_schema(), "shortened_values": { "type": "integer" } },
             "required": ["event"]
         })),
     )?;
@@ -322,7 +398,8 @@ pub fn register(tools: &mut Tools, store: Arc<Store>) -> Result<(), RegistryErro
                 "entity_type": { "type": "string" },
                 "state": { "type": "object" },
                 "last_event_id": { "type": ["integer", "null"] },
-                "updated_at": { "type": "string" }
+                "updated_at": { "type": "string" },
+                "shortened_values": { "type": "integer" }
             },
             "required": ["entity_id", "entity_type", "state", "updated_at"]
         })),
@@ -355,7 +432,8 @@ pub fn register(tools: &mut Tools, store: Arc<Store>) -> Result<(), RegistryErro
                 "severity_counts": { "type": "object" },
                 "total_events": { "type": "integer" },
                 "summaries": { "type": "array" },
-                "truncated": { "type": "boolean" }
+                "truncated": { "type": "boolean" },
+                "shortened_values": { "type": "integer" }
             },
             "required": ["since", "until", "severity_counts", "total_events", "summaries", "truncated"]
         })),
@@ -420,24 +498,28 @@ async fn describe_data(store: Arc<Store>, ctx: RequestContext) -> ToolResult {
     })
     .await?;
     let (types, entities, severities, range) = out;
+    let stats = read_rows(types.len() + entities.len() + severities.len() + range.len());
     let range = range.first();
-    done(json!({
-        "event_types": types.iter().map(|r| json!({
-            "name": r.get::<_, String>(0),
-            "description": r.get::<_, String>(1),
-            "field_schema": r.get::<_, Value>(2),
-        })).collect::<Vec<_>>(),
-        "entity_types": entities.iter().map(|r| json!({
-            "name": r.get::<_, String>(0), "events": r.get::<_, i64>(1),
-        })).collect::<Vec<_>>(),
-        "severities": SEVERITIES.iter().enumerate().map(|(rank, name)| json!({
-            "name": name,
-            "events": severities.iter().find(|r| r.get::<_, i16>(0) == rank as i16).map_or(0, |r| r.get::<_, i64>(1)),
-        })).collect::<Vec<_>>(),
-        "first_event_at": range.and_then(|r| r.get::<_, Option<Timestamp>>(0)).map(|t| t.to_string()),
-        "last_event_at": range.and_then(|r| r.get::<_, Option<Timestamp>>(1)).map(|t| t.to_string()),
-        "total_events": range.map_or(0, |r| r.get::<_, i64>(2)),
-    }))
+    done(
+        json!({
+            "event_types": types.iter().map(|r| json!({
+                "name": r.get::<_, String>(0),
+                "description": r.get::<_, String>(1),
+                "field_schema": r.get::<_, Value>(2),
+            })).collect::<Vec<_>>(),
+            "entity_types": entities.iter().map(|r| json!({
+                "name": r.get::<_, String>(0), "events": r.get::<_, i64>(1),
+            })).collect::<Vec<_>>(),
+            "severities": SEVERITIES.iter().enumerate().map(|(rank, name)| json!({
+                "name": name,
+                "events": severities.iter().find(|r| r.get::<_, i16>(0) == rank as i16).map_or(0, |r| r.get::<_, i64>(1)),
+            })).collect::<Vec<_>>(),
+            "first_event_at": range.and_then(|r| r.get::<_, Option<Timestamp>>(0)).map(|t| t.to_string()),
+            "last_event_at": range.and_then(|r| r.get::<_, Option<Timestamp>>(1)).map(|t| t.to_string()),
+            "total_events": range.map_or(0, |r| r.get::<_, i64>(2)),
+        }),
+        stats,
+    )
 }
 
 #[derive(Clone)]
@@ -514,7 +596,10 @@ async fn query_events(
     let after_id = after.as_ref().map(|p| p.id);
     // One row past the limit tells whether another page exists without counting.
     let probe = limit + 1;
-    let rows = read(&store, "query_events", &ctx, &tenant, move |tx| {
+    // What the rows may take of the response budget: the rest is the envelope, the page
+    // fields and the cursor.
+    let room = ctx.response_budget.saturating_sub(PAGE_OVERHEAD_BYTES);
+    let page = read(&store, "query_events", &ctx, &tenant, move |tx| {
         let f = f.clone();
         Box::pin(async move {
             let sql = format!(
@@ -541,31 +626,114 @@ async fn query_events(
                 (&after_id, Type::INT8),
                 (&probe, Type::INT8),
             ];
-            tx.query(&sql, &params).await
+            let mut page = Page::new(limit as usize, room, with_payload);
+            page.rows_read = tx
+                .for_each_row(&sql, &params, |row| page.offer(&row))
+                .await?;
+            Ok(page)
         })
     })
     .await?;
-    let truncated = rows.len() as i64 > limit;
-    let page = &rows[..rows.len().min(limit as usize)];
-    let next_cursor = match (truncated, page.last()) {
-        (true, Some(last)) => Some(store.cursor_key.sign(
-            &tenant,
-            &fingerprint,
-            &Position {
-                at: last.get("occurred_at"),
-                id: last.get("id"),
-            },
-        )),
+    let next_cursor = match (page.more, page.last) {
+        (true, Some(last)) => Some(store.cursor_key.sign(&tenant, &fingerprint, &last)),
         _ => None,
     };
-    let events: Vec<Value> = page.iter().map(|r| event_json(r, with_payload)).collect();
-    done(json!({
-        "count": events.len(),
-        "events": events,
-        "limit": limit,
-        "truncated": truncated,
-        "next_cursor": next_cursor,
-    }))
+    let stats = CallStats {
+        rows: Some(page.rows_read),
+        truncated: page.more || page.shortened > 0,
+        deadline_phase: None,
+    };
+    done(
+        json!({
+            "count": page.events.len(),
+            "events": page.events,
+            "limit": limit,
+            "truncated": page.more,
+            "stopped_by": page.stopped_by,
+            "shortened_values": page.shortened,
+            "next_cursor": next_cursor,
+        }),
+        stats,
+    )
+}
+
+/// What a `query_events` page may spend outside its events: the JSON-RPC envelope, the page
+/// fields and the cursor, counted twice (structured content and its text mirror).
+const PAGE_OVERHEAD_BYTES: usize = 2 * 1024;
+
+/// One page of events being filled from a row stream, up to a row limit and a byte budget.
+struct Page {
+    limit: usize,
+    room: usize,
+    with_payload: bool,
+    events: Vec<Value>,
+    used: usize,
+    last: Option<Position>,
+    /// Another page exists (a row was left unreturned).
+    more: bool,
+    /// Why the page ended early: `limit` or `bytes`.
+    stopped_by: Option<&'static str>,
+    shortened: usize,
+    rows_read: u64,
+}
+
+impl Page {
+    fn new(limit: usize, room: usize, with_payload: bool) -> Self {
+        Self {
+            limit,
+            room,
+            with_payload,
+            events: Vec::new(),
+            used: 0,
+            last: None,
+            more: false,
+            stopped_by: None,
+            shortened: 0,
+            rows_read: 0,
+        }
+    }
+
+    /// Takes `row` if it fits; says stop at the first row that does not (the limit+1 probe
+    /// row, or one that would cross the byte budget).
+    fn offer(&mut self, row: &Row) -> ControlFlow<()> {
+        if self.events.len() == self.limit {
+            return self.stop("limit");
+        }
+        let mut event = event_json(row, self.with_payload);
+        let mut shortened = shorten_values(&mut event, LIST_VALUE_BYTES);
+        // The comma between items.
+        let mut cost = structured_cost(&event) + 2;
+        if cost > self.room / 4 {
+            // One event as big as a quarter of the budget would crowd out the page: its
+            // bulky parts are left for get_event, so the page still makes progress.
+            for field in ["payload", "structured"] {
+                if let Some(v) = event.get_mut(field)
+                    && !v.is_null()
+                {
+                    *v = json!({ "omitted": format!("too large for a list; fetch event {} with get_event", row.get::<_, i64>("id")) });
+                    shortened += 1;
+                }
+            }
+            cost = structured_cost(&event) + 2;
+        }
+        if self.used + cost > self.room {
+            return self.stop("bytes");
+        }
+        self.used += cost;
+        self.shortened += shortened;
+        self.last = Some(Position {
+            at: row.get("occurred_at"),
+            id: row.get("id"),
+        });
+        self.events.push(event);
+        ControlFlow::Continue(())
+    }
+
+    fn stop(&mut self, why: &'static str) -> ControlFlow<()> {
+        self.more = true;
+        self.stopped_by = Some(why);
+        ControlFlow::Break(())
+    }
 }
 
 async fn get_event(store: Arc<Store>, args: Map<String, Value>, ctx: RequestContext) -> ToolResult {
@@ -580,7 +748,18 @@ async fn get_event(store: Arc<Store>, args: Map<String, Value>, ctx: RequestCont
     })
     .await?;
     match rows.first() {
-        Some(row) => done(json!({ "event": event_json(row, true) })),
+        Some(row) => {
+            let mut event = event_json(row, true);
+            let shortened = shorten_values(&mut event, LONG_VALUE_BYTES);
+            let stats = CallStats {
+                truncated: shortened > 0,
+                ..read_rows(1)
+            };
+            done(
+                json!({ "event": event, "shortened_values": shortened }),
+                stats,
+            )
+        }
         // Row-level security makes another tenant's event indistinguishable from none.
         None => fail(format!(
             "No event with id {id} in your tenant. Use query_events to find event ids."
@@ -613,13 +792,25 @@ async fn get_entity_state(
     })
     .await?;
     match rows.first() {
-        Some(r) => done(json!({
-            "entity_id": r.get::<_, String>(0),
-            "entity_type": r.get::<_, String>(1),
-            "state": r.get::<_, Value>(2),
-            "last_event_id": r.get::<_, Option<i64>>(3),
-            "updated_at": r.get::<_, Timestamp>(4).to_string(),
-        })),
+        Some(r) => {
+            let mut state = r.get::<_, Value>(2);
+            let shortened = shorten_values(&mut state, LONG_VALUE_BYTES);
+            let stats = CallStats {
+                truncated: shortened > 0,
+                ..read_rows(1)
+            };
+            done(
+                json!({
+                    "entity_id": r.get::<_, String>(0),
+                    "entity_type": r.get::<_, String>(1),
+                    "state": state,
+                    "last_event_id": r.get::<_, Option<i64>>(3),
+                    "updated_at": r.get::<_, Timestamp>(4).to_string(),
+                    "shortened_values": shortened,
+                }),
+                stats,
+            )
+        }
         None => fail(format!(
             "No entity {entity:?} in your tenant. Entity ids are exact; use query_events (or describe_data for entity types) to find them."
         )),
@@ -690,21 +881,39 @@ async fn summarize_window(
         counts.insert(severity_name(r.get(0)).into(), json!(n));
     }
     let truncated = summaries.len() as i64 > max;
-    done(json!({
-        "since": since.to_string(),
-        "until": until.to_string(),
-        "severity_counts": counts,
-        "total_events": total,
-        "summaries": summaries.iter().take(max as usize).map(|r| json!({
-            "id": r.get::<_, i64>(0),
-            "entity_id": r.get::<_, String>(1),
-            "event_type": r.get::<_, String>(2),
-            "severity": severity_name(r.get(3)),
-            "occurred_at": r.get::<_, Timestamp>(4).to_string(),
-            "ai_summary": r.get::<_, String>(5),
-        })).collect::<Vec<_>>(),
-        "truncated": truncated,
-    }))
+    let mut shortened = 0;
+    let summaries: Vec<Value> = summaries
+        .iter()
+        .take(max as usize)
+        .map(|r| {
+            let mut summary = json!({
+                "id": r.get::<_, i64>(0),
+                "entity_id": r.get::<_, String>(1),
+                "event_type": r.get::<_, String>(2),
+                "severity": severity_name(r.get(3)),
+                "occurred_at": r.get::<_, Timestamp>(4).to_string(),
+                "ai_summary": r.get::<_, String>(5),
+            });
+            shortened += shorten_values(&mut summary, LIST_VALUE_BYTES);
+            summary
+        })
+        .collect();
+    let stats = CallStats {
+        truncated: truncated || shortened > 0,
+        ..read_rows(tally.len() + summaries.len())
+    };
+    done(
+        json!({
+            "since": since.to_string(),
+            "until": until.to_string(),
+            "severity_counts": counts,
+            "total_events": total,
+            "summaries": summaries,
+            "truncated": truncated,
+            "shortened_values": shortened,
+        }),
+        stats,
+    )
 }
 
 /// The most buckets one `count_events` call returns.
@@ -793,7 +1002,9 @@ async fn count_events(
             b
         })
         .collect();
+    let stats = read_rows(rows.len());
     done(
         json!({ "bucket": bucket, "group_by": group_by, "buckets": buckets, "total_events": total }),
+        stats,
     )
 }

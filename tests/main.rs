@@ -6,7 +6,9 @@
 
 mod auth;
 mod authkit;
+mod bounds;
 mod events;
+mod faultproxy;
 mod handshake;
 mod helpers;
 mod http_layer;

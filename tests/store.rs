@@ -17,7 +17,7 @@ use crate::helpers::{Answer, post_json, send};
 
 pub(crate) const ADMIN: &str = "postgres://postgres@127.0.0.1:5432";
 
-fn pgbouncer() -> (u16, String) {
+pub(crate) fn pgbouncer() -> (u16, String) {
     let port = std::env::var("TEST_PGBOUNCER_PORT")
         .ok()
         .and_then(|p| p.parse().ok());
@@ -71,7 +71,17 @@ impl TestDb {
     }
 
     pub(crate) fn store(&self, user: &str, statement_timeout: Duration) -> Arc<Store> {
-        let (port, ca) = pgbouncer();
+        self.store_via(user, pgbouncer().0, statement_timeout)
+    }
+
+    /// A store reaching PgBouncer's TLS port through `port` (a fault proxy in front of it).
+    pub(crate) fn store_via(
+        &self,
+        user: &str,
+        port: u16,
+        statement_timeout: Duration,
+    ) -> Arc<Store> {
+        let (_, ca) = pgbouncer();
         let pem = std::fs::read(ca).unwrap();
         let roots = rustls_roots(&pem);
         Arc::new(Store {
@@ -139,7 +149,7 @@ fn app(db: &TestDb) -> App {
     app_serving(auth_config(static_keys(&[&keys().rsa])), server)
 }
 
-fn token(tenant: Option<&str>) -> String {
+pub(crate) fn token(tenant: Option<&str>) -> String {
     let mut c = claims();
     match tenant {
         Some(t) => c["tenant_id"] = json!(t),
@@ -150,7 +160,7 @@ fn token(tenant: Option<&str>) -> String {
     keys().rsa.sign(&c)
 }
 
-async fn call(app: &App, token: &str, tool: &str, args: Value) -> Answer {
+pub(crate) async fn call(app: &App, token: &str, tool: &str, args: Value) -> Answer {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": args}});
     let bearer = format!("Bearer {token}");
     send(
@@ -167,14 +177,14 @@ async fn call(app: &App, token: &str, tool: &str, args: Value) -> Answer {
 }
 
 /// The structured result of a successful call.
-fn ok(a: &Answer) -> &Value {
+pub(crate) fn ok(a: &Answer) -> &Value {
     assert_eq!(a.status, 200, "{a:?}");
     assert_ne!(a.result()["isError"], true, "{a:?}");
     &a.result()["structuredContent"]
 }
 
 /// The text of an isError result.
-fn tool_error(a: &Answer) -> String {
+pub(crate) fn tool_error(a: &Answer) -> String {
     assert_eq!(a.result()["isError"], true, "{a:?}");
     a.result()["content"][0]["text"]
         .as_str()
@@ -182,7 +192,7 @@ fn tool_error(a: &Answer) -> String {
         .to_owned()
 }
 
-fn ids(v: &Value) -> Vec<i64> {
+pub(crate) fn ids(v: &Value) -> Vec<i64> {
     v["events"]
         .as_array()
         .unwrap()

@@ -31,6 +31,9 @@ pub struct Config {
     /// (`MCP_RESOURCE_METADATA_URL`, default: RFC 9728 path insertion into
     /// `MCP_RESOURCE_URL`). Set it when a proxy or stage prefix changes what is routable.
     pub resource_metadata_url: Option<String>,
+    /// CloudWatch namespace of the Embedded Metric Format lines (`METRICS_NAMESPACE`,
+    /// default `EventStoreMcp`); `off` turns them off.
+    pub metrics_namespace: Option<String>,
 }
 
 /// How requests are authenticated.
@@ -80,6 +83,7 @@ impl Default for Config {
             auth: AuthSetting::Unconfigured,
             authorization_servers: Vec::new(),
             resource_metadata_url: None,
+            metrics_namespace: Some("EventStoreMcp".into()),
         }
     }
 }
@@ -172,6 +176,16 @@ impl Config {
                 .parse()
                 .with_context(|| format!("DEADLINE_MARGIN_MS must be milliseconds, got {n:?}"))?;
             config.deadline_margin = Duration::from_millis(ms);
+        }
+        match get("METRICS_NAMESPACE").as_deref().map(str::trim) {
+            None => {}
+            Some("off") => config.metrics_namespace = None,
+            Some(ns) if !ns.is_empty() && ns.len() <= 255 && !ns.contains(':') => {
+                config.metrics_namespace = Some(ns.to_owned());
+            }
+            Some(ns) => {
+                bail!("METRICS_NAMESPACE must be 1-255 characters without ':' (or off), got {ns:?}")
+            }
         }
         Ok(config)
     }

@@ -8,17 +8,19 @@
 
 mod auth;
 pub mod config;
+pub mod metrics;
 mod transport;
 
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Instant;
 
-use lambda_http::{Body, Request, Response, service_fn};
+use lambda_http::{Body, Request, RequestExt, Response, service_fn};
 use mcp_protocol::{RegistryError, Server, Tools};
 use mcp_tools::{CursorKey, Store};
 
 pub use config::Config;
+pub use metrics::{MetricSink, stdout_sink};
 
 /// The function's state: built once per sandbox, shared by every invocation.
 #[derive(Clone)]
@@ -30,31 +32,63 @@ pub(crate) struct Inner {
     pub(crate) config: Config,
     pub(crate) server: Server,
     pub(crate) auth: auth::Authenticator,
+    metrics: MetricSink,
 }
 
 impl App {
+    /// The app with EMF metric lines on stdout.
     pub fn new(config: Config, server: Server) -> Self {
+        Self::with_metric_sink(config, server, stdout_sink())
+    }
+
+    /// The app with EMF metric lines sent to `metrics`.
+    pub fn with_metric_sink(config: Config, server: Server, metrics: MetricSink) -> Self {
         let auth = auth::Authenticator::new(&config, &server);
         Self {
             inner: Arc::new(Inner {
                 config,
                 server,
                 auth,
+                metrics,
             }),
         }
     }
 
     /// Answers one HTTP request. Never fails: every problem is an HTTP status with a
-    /// JSON-RPC error body.
+    /// JSON-RPC error body. Leaves one log line (and, for tool calls and refused
+    /// credentials, one EMF metric line) per request.
     pub async fn handle(&self, req: Request) -> Response<Body> {
         let started = Instant::now();
-        let (response, method) = transport::handle(&self.inner, req).await;
+        let request_id = req
+            .lambda_context_ref()
+            .map(|ctx| ctx.request_id.clone())
+            .unwrap_or_default();
+        let (response, trace) = transport::handle(&self.inner, req).await;
+        let duration_ms = started.elapsed().as_millis() as u64;
+        // `Body` derefs to its bytes.
+        let bytes = response.body().len();
+        let call = trace.call.as_ref();
         tracing::info!(
+            request_id,
             http.status = response.status().as_u16(),
-            rpc.method = method.as_deref().unwrap_or(""),
-            duration_ms = started.elapsed().as_millis() as u64,
+            rpc.method = trace.method.as_deref().unwrap_or(""),
+            tool.name = call.map(|c| c.tool.as_str()),
+            principal = trace.principal.as_deref(),
+            duration_ms,
+            response_bytes = bytes,
+            rows = call.and_then(|c| c.rows),
+            truncated = call.map(|c| c.truncated),
+            tool.is_error = call.map(|c| c.is_error),
+            over_budget = call.map(|c| c.over_budget),
+            deadline.phase = call.and_then(|c| c.deadline_phase),
+            auth_denied = trace.auth_denied,
             "request"
         );
+        if let Some(namespace) = &self.inner.config.metrics_namespace
+            && let Some(doc) = metrics::emf(namespace, &trace, duration_ms, bytes)
+        {
+            (self.inner.metrics)(&doc.to_string());
+        }
         response
     }
 }
@@ -130,8 +164,10 @@ pub async fn run(app: App) -> Result<(), lambda_http::Error> {
 pub fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // Flattened: CloudWatch Logs Insights reads `tool.name`, `duration_ms`, ... as fields.
     tracing_subscriber::fmt()
         .json()
+        .flatten_event(true)
         .with_env_filter(filter)
         .with_current_span(false)
         .with_target(false)

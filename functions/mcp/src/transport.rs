@@ -16,22 +16,24 @@ use serde_json::{Value, json};
 
 use crate::Inner;
 use crate::config::{Config, HostPolicy, OriginPolicy};
+use crate::metrics::RequestTrace;
 
-/// Handles one request; also returns the JSON-RPC method for the access log.
-pub(crate) async fn handle(app: &Inner, req: Request) -> (Response<Body>, Option<String>) {
+/// Handles one request; also returns what it did, for the request's log line and metrics.
+pub(crate) async fn handle(app: &Inner, req: Request) -> (Response<Body>, RequestTrace) {
     let config = &app.config;
+    let mut trace = RequestTrace::default();
     let origin = match check_host_and_origin(config, req.headers()) {
         Ok(origin) => origin,
-        Err(rejection) => return (rejection.into_response(), None),
+        Err(rejection) => return (rejection.into_response(), trace),
     };
-    let (mut response, method) = route(app, req).await;
+    let mut response = route(app, req, &mut trace).await;
     if let Some(origin) = origin {
         cors_headers(&mut response, &origin);
     }
-    (response, method)
+    (response, trace)
 }
 
-async fn route(app: &Inner, req: Request) -> (Response<Body>, Option<String>) {
+async fn route(app: &Inner, req: Request, trace: &mut RequestTrace) -> Response<Body> {
     let config = &app.config;
     let path = req.uri().path();
     let is_mcp = path == config.mcp_path;
@@ -40,13 +42,13 @@ async fn route(app: &Inner, req: Request) -> (Response<Body>, Option<String>) {
             .strip_prefix(METADATA_PATH)
             .is_some_and(|rest| rest == config.mcp_path);
     if req.method() == Method::OPTIONS && (is_mcp || is_metadata) {
-        return (preflight(), None);
+        return preflight();
     }
     if is_metadata {
-        return (metadata(app, req.method()), None);
+        return metadata(app, req.method());
     }
     if let Err(rejection) = check_request(config, &req) {
-        return (rejection.into_response(), None);
+        return rejection.into_response();
     }
     let deadline = req.lambda_context_ref().map(|ctx| {
         invocation_deadline(
@@ -61,15 +63,16 @@ async fn route(app: &Inner, req: Request) -> (Response<Body>, Option<String>) {
     // looked at on behalf of an unknown caller.
     let caller = match app.auth.authenticate(headers, deadline).await {
         Ok(caller) => caller,
-        Err(error) => return (auth_rejection(app, &error).into_response(), None),
+        Err(error) => {
+            trace.auth_denied = !matches!(error, AuthError::KeysUnavailable);
+            return auth_rejection(app, &error).into_response();
+        }
     };
+    trace.principal.clone_from(&caller.subject_hash);
     // `Body` derefs to its bytes (empty for `Body::Empty`); base64 events arrive decoded.
     let body: &[u8] = req.body();
     if body.len() > config.max_body_bytes {
-        return (
-            Rejection::too_large(config.max_body_bytes).into_response(),
-            None,
-        );
+        return Rejection::too_large(config.max_body_bytes).into_response();
     }
     let incoming = Incoming {
         body,
@@ -90,7 +93,10 @@ async fn route(app: &Inner, req: Request) -> (Response<Body>, Option<String>) {
     {
         response.headers_mut().insert(WWW_AUTHENTICATE, value);
     }
-    (response, reply.method)
+    trace.auth_denied = reply.insufficient_scope.is_some();
+    trace.method = reply.method;
+    trace.call = reply.call;
+    response
 }
 
 const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";

@@ -16,6 +16,7 @@
 //! `lock_timeout`) a little before the deadline and which a client-side timer cancels at
 //! the deadline when the server's answer never arrives (a hung proxy, a lost network).
 
+mod cancel;
 mod config;
 mod migrate;
 mod secret;
@@ -189,6 +190,8 @@ impl Tx<'_> {
 
 struct Conn {
     client: Option<Client>,
+    /// Where `client` is connected (host, port): where its cancel requests go.
+    target: Option<(String, u16)>,
     /// A transaction may still be open on this connection (a read failed half-way).
     dirty: bool,
 }
@@ -206,6 +209,7 @@ impl Db {
             config,
             conn: Mutex::new(Conn {
                 client: None,
+                target: None,
                 dirty: false,
             }),
         }
@@ -278,10 +282,13 @@ impl Db {
                         // is stuck, or a statement disabled its timeout. Ask the server to cancel
                         // (bounded: the answer to our caller must not wait for it), and drop the
                         // connection, whose protocol state is now unknown.
-                        let token = client.cancel_token();
+                        // Cancel first, close after: a proxy forgets a closed client's
+                        // cancel key, and a backend busy in a statement does not notice
+                        // its socket going away.
+                        self.cancel(&client.cancel_token(), conn.target.as_ref())
+                            .await;
                         conn.client = None;
                         conn.dirty = false;
-                        self.cancel(token).await;
                         return Err(DbError::Timeout(Phase::Execute));
                     }
                 };
@@ -301,24 +308,13 @@ impl Db {
 
     /// Sends a cancel request for whatever `token`'s connection is running, waiting at most
     /// [`CANCEL_WAIT`]. Best effort: failures are logged, never returned.
-    async fn cancel(&self, token: tokio_postgres::CancelToken) {
-        let sending = async {
-            match &self.config.tls {
-                TlsMode::Disable => token.cancel_query(tokio_postgres::NoTls).await,
-                TlsMode::VerifyFull { roots } => match tls::connector(roots) {
-                    Ok(tls) => token.cancel_query(tls).await,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "cannot build TLS for the cancel request");
-                        return;
-                    }
-                },
-            }
-            .unwrap_or_else(|e| tracing::warn!(error = %e, "cancel request failed"));
-        };
-        if tokio::time::timeout(CANCEL_WAIT, sending).await.is_err() {
-            tracing::warn!("cancel request timed out");
-        } else {
-            tracing::info!("sent a cancel request for a statement past its deadline");
+    async fn cancel(&self, token: &tokio_postgres::CancelToken, target: Option<&(String, u16)>) {
+        let Some((host, port)) = target else { return };
+        let sending = cancel::send(token, host, *port, &self.config.tls, CANCEL_WAIT);
+        match tokio::time::timeout(CANCEL_WAIT, sending).await {
+            Ok(Ok(())) => tracing::info!("sent a cancel request for a statement past its deadline"),
+            Ok(Err(e)) => tracing::warn!(error = %e, "cancel request failed"),
+            Err(_) => tracing::warn!("cancel request timed out"),
         }
     }
 
@@ -339,14 +335,15 @@ impl Db {
         }
         if conn.client.is_none() {
             let connecting = async {
-                let client = self.connect(deadline).await?;
+                let (client, target) = self.connect(deadline).await?;
                 check_role(&client).await?;
-                Ok::<_, DbError>(client)
+                Ok::<_, DbError>((client, target))
             };
-            let client = tokio::time::timeout_at(deadline, connecting)
+            let (client, target) = tokio::time::timeout_at(deadline, connecting)
                 .await
                 .map_err(|_| DbError::Timeout(Phase::Connect))??;
             conn.client = Some(client);
+            conn.target = Some(target);
         }
         Ok(())
     }
@@ -358,8 +355,10 @@ impl Db {
     ///
     /// Any connection or credential failure.
     pub async fn connect_unchecked(&self) -> Result<Client, DbError> {
-        self.connect(Instant::now() + self.config.connect_timeout)
-            .await
+        let (client, _) = self
+            .connect(Instant::now() + self.config.connect_timeout)
+            .await?;
+        Ok(client)
     }
 
     /// Runs PgBouncer admin-console commands (simple protocol, outside any transaction):
@@ -379,7 +378,7 @@ impl Db {
     /// Connects with the configured credentials, by `deadline` and within the connect
     /// timeout. With a Secrets Manager secret, a refused password re-reads the secret once
     /// (it may have been rotated) and tries again.
-    async fn connect(&self, deadline: Instant) -> Result<Client, DbError> {
+    async fn connect(&self, deadline: Instant) -> Result<(Client, (String, u16)), DbError> {
         let budget = || {
             deadline
                 .saturating_duration_since(Instant::now())
@@ -416,7 +415,12 @@ impl Db {
         &self,
         mut pg: tokio_postgres::Config,
         timeout: Duration,
-    ) -> Result<Client, DbError> {
+    ) -> Result<(Client, (String, u16)), DbError> {
+        let host = match pg.get_hosts().first() {
+            Some(tokio_postgres::config::Host::Tcp(host)) => host.clone(),
+            _ => return Err(DbError::Tls("the database must be reached over TCP".into())),
+        };
+        let port = pg.get_ports().first().copied().unwrap_or(5432);
         // tokio-postgres waits forever by default; a Lambda invocation cannot.
         pg.connect_timeout(timeout.max(Duration::from_millis(1)))
             .keepalives(true)
@@ -442,9 +446,10 @@ impl Db {
                 }
             }
         };
-        tokio::time::timeout(timeout, connecting)
+        let client = tokio::time::timeout(timeout, connecting)
             .await
-            .map_err(|_| DbError::Timeout(Phase::Connect))?
+            .map_err(|_| DbError::Timeout(Phase::Connect))??;
+        Ok((client, (host, port)))
     }
 }
 

@@ -60,7 +60,10 @@ pub struct RequestContext {
 /// What one `tools/call` did, for the request's log line and metrics.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CallRecord {
+    /// The name the call asked for; see `known_tool`.
     pub tool: String,
+    /// `tool` names a registered tool (callers can send any name).
+    pub known_tool: bool,
     /// The result was an `isError` result (or the call was refused as one).
     pub is_error: bool,
     pub rows: Option<u64>,

@@ -631,6 +631,7 @@ impl Server {
         let slot = ctx.record.clone();
         let mut record = CallRecord {
             tool: p.name.clone(),
+            known_tool: self.tools.get(&p.name).is_some(),
             ..CallRecord::default()
         };
         let result = self.run_tool(p, ctx, &mut record).await;

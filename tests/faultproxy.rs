@@ -1,0 +1,111 @@
+//! A TCP proxy on 127.0.0.1 that can misbehave on demand, put between the endpoint and
+//! PgBouncer or PostgreSQL (toxiproxy and tc netem are not available here).
+//!
+//! Faults: `blackhole` (bytes are accepted and held, nothing is delivered either way, as
+//! when a network path or a proxy hangs; released when the blackhole lifts) and `reset`
+//! (every open connection is dropped at once). `live()` counts open connections, so a test
+//! can show that nothing leaks.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+pub(crate) struct FaultProxy {
+    pub(crate) port: u16,
+    blackhole: watch::Sender<bool>,
+    reset: watch::Sender<u64>,
+    live: Arc<AtomicUsize>,
+    accept: tokio::task::JoinHandle<()>,
+}
+
+impl FaultProxy {
+    /// Starts a proxy to `127.0.0.1:target`.
+    pub(crate) async fn start(target: u16) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (blackhole, _) = watch::channel(false);
+        let (reset, _) = watch::channel(0u64);
+        let live = Arc::new(AtomicUsize::new(0));
+        let (hole, resets, count) = (blackhole.clone(), reset.clone(), live.clone());
+        let accept = tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let Ok(server) = TcpStream::connect(("127.0.0.1", target)).await else {
+                    continue;
+                };
+                let (hole, mut reset_rx) = (hole.subscribe(), resets.subscribe());
+                let count = count.clone();
+                count.fetch_add(1, Ordering::SeqCst);
+                tokio::spawn(async move {
+                    let (cr, cw) = client.into_split();
+                    let (sr, sw) = server.into_split();
+                    let mut pumps = JoinSet::new();
+                    pumps.spawn(pump(cr, sw, hole.clone()));
+                    pumps.spawn(pump(sr, cw, hole));
+                    tokio::select! {
+                        // Either side closing ends the connection, as a real proxy would.
+                        _ = pumps.join_next() => {}
+                        _ = reset_rx.changed() => {}
+                    }
+                    pumps.abort_all();
+                    count.fetch_sub(1, Ordering::SeqCst);
+                });
+            }
+        });
+        Self {
+            port,
+            blackhole,
+            reset,
+            live,
+            accept,
+        }
+    }
+
+    /// Holds every byte in both directions (`true`) or delivers again (`false`).
+    pub(crate) fn blackhole(&self, on: bool) {
+        self.blackhole.send_replace(on);
+    }
+
+    /// Drops every open connection.
+    pub(crate) fn reset(&self) {
+        self.reset.send_modify(|n| *n += 1);
+    }
+
+    /// Open connections through the proxy.
+    pub(crate) fn live(&self) -> usize {
+        self.live.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for FaultProxy {
+    fn drop(&mut self) {
+        self.accept.abort();
+        self.reset();
+    }
+}
+
+async fn pump(
+    mut from: tokio::net::tcp::OwnedReadHalf,
+    mut to: tokio::net::tcp::OwnedWriteHalf,
+    mut hole: watch::Receiver<bool>,
+) {
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        let Ok(n) = from.read(&mut buf).await else {
+            return;
+        };
+        if n == 0 {
+            return;
+        }
+        // Held, not dropped: TCP would retransmit until the path comes back.
+        if hole.wait_for(|on| !on).await.is_err() {
+            return;
+        }
+        if to.write_all(&buf[..n]).await.is_err() {
+            return;
+        }
+    }
+}

@@ -32,10 +32,17 @@ local_db() {
 # exactly as deployed; otherwise from DATABASE_URL.
 local_env() {
   local root="$1" port="$2" db="$3" pgb_port="$4" ca="$5" secret_id="${6:-}" secrets_url="${7:-}"
-  local credentials=(--env-var "DATABASE_URL=postgres://mcp_endpoint@127.0.0.1:$pgb_port/$db")
+  local credentials=(
+    --env-var "DATABASE_URL=postgres://mcp_endpoint@127.0.0.1:$pgb_port/$db"
+    # Development only: deployed functions read it from Secrets Manager.
+    --env-var "CURSOR_SIGNING_KEY=local-development-cursor-signing-key-not-a-secret"
+  )
   if [ -n "$secret_id" ]; then
+    # As deployed (infra/template.yaml): both secrets come from Secrets Manager; the cursor
+    # key is the secret named "<SECRET_ID>-cursor-key".
     credentials=(
       --env-var "DB_SECRET_ID=$secret_id"
+      --env-var "CURSOR_SIGNING_KEY_SECRET_ID=$secret_id-cursor-key"
       --env-var "DB_HOST=127.0.0.1"
       --env-var "DB_PORT=$pgb_port"
       --env-var "AWS_ENDPOINT_URL_SECRETS_MANAGER=$secrets_url"
@@ -57,8 +64,6 @@ local_env() {
     "${credentials[@]}"
     --env-var "DB_SSLMODE=verify-full"
     --env-var "DB_CA_FILE=$ca"
-    # Development only: deployed functions read it from Secrets Manager (issue 6).
-    --env-var "CURSOR_SIGNING_KEY=local-development-cursor-signing-key-not-a-secret"
     --env-var "TOOL_STATEMENT_TIMEOUT_MS=5000"
   )
 }

@@ -119,7 +119,7 @@ pub fn production_server(
 }
 
 /// The event store from `DATABASE_URL` or `DB_SECRET_ID` (+ `DB_SSLMODE`, `DB_CA_FILE`, ...),
-/// `CURSOR_SIGNING_KEY` and `TOOL_STATEMENT_TIMEOUT_MS`. Nothing is connected or fetched yet:
+/// `CURSOR_SIGNING_KEY` (or `CURSOR_SIGNING_KEY_SECRET_ID`) and `TOOL_STATEMENT_TIMEOUT_MS`. Nothing is connected or fetched yet:
 /// the first tool call does that.
 ///
 /// # Errors
@@ -132,8 +132,21 @@ pub async fn store_from_env() -> anyhow::Result<Arc<Store>> {
             "DATABASE_URL or DB_SECRET_ID is required: the endpoint's tools read the event store"
         )
     })?;
-    let key = get("CURSOR_SIGNING_KEY")
-        .ok_or_else(|| anyhow::anyhow!("CURSOR_SIGNING_KEY is required (at least 32 bytes)"))?;
+    let key = match (get("CURSOR_SIGNING_KEY"), get("CURSOR_SIGNING_KEY_SECRET_ID")) {
+        (Some(key), None) => key,
+        // Deployed: the key lives in Secrets Manager, never in the function's configuration.
+        (None, Some(id)) => {
+            mcp_db::read_plain_secret(&id, std::time::Duration::from_secs(5))
+                .await
+                .map_err(|e| anyhow::anyhow!("CURSOR_SIGNING_KEY_SECRET_ID: {e}"))?
+        }
+        (Some(_), Some(_)) => anyhow::bail!(
+            "set CURSOR_SIGNING_KEY or CURSOR_SIGNING_KEY_SECRET_ID, not both"
+        ),
+        (None, None) => anyhow::bail!(
+            "CURSOR_SIGNING_KEY (at least 32 bytes) or CURSOR_SIGNING_KEY_SECRET_ID is required"
+        ),
+    };
     let statement_timeout = match get("TOOL_STATEMENT_TIMEOUT_MS") {
         None => std::time::Duration::from_millis(5_000),
         Some(v) => std::time::Duration::from_millis(v.parse().map_err(|_| {

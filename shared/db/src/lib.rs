@@ -38,7 +38,7 @@ use tokio_postgres::{Client, Row};
 pub use config::{Credentials, DbConfig, DbConfigError, TlsMode};
 pub use migrate::{MIGRATIONS, migrate};
 pub use rustls::pki_types::CertificateDer;
-pub use secret::{DbSecret, Endpoint, SecretSource};
+pub use secret::{DbSecret, Endpoint, SecretSource, read_plain_secret};
 pub use tls::parse_roots;
 
 /// A boxed future borrowing a transaction.

@@ -105,24 +105,8 @@ impl SecretSource {
         {
             return Ok(secret.clone());
         }
-        let read = self
-            .client
-            .get_secret_value()
-            .secret_id(&self.secret_id)
-            .send();
-        let output = tokio::time::timeout(timeout, read)
-            .await
-            .map_err(|_| DbError::Timeout(Phase::Acquire))?
-            .map_err(|e| {
-                DbError::Secret(format!(
-                    "GetSecretValue failed: {}",
-                    aws_sdk_secretsmanager::error::DisplayErrorContext(&e)
-                ))
-            })?;
-        let text = output
-            .secret_string()
-            .ok_or_else(|| DbError::Secret("the secret has no SecretString".into()))?;
-        let secret: DbSecret = serde_json::from_str(text).map_err(|_| {
+        let text = secret_string(&self.client, &self.secret_id, timeout).await?;
+        let secret: DbSecret = serde_json::from_str(&text).map_err(|_| {
             DbError::Secret(
                 "the secret is not RDS-format JSON (username, password, host, port, dbname)".into(),
             )
@@ -165,4 +149,38 @@ impl SecretSource {
             .dbname(&dbname);
         Ok(config)
     }
+}
+
+/// The `SecretString` of `secret_id`, read within `timeout`.
+async fn secret_string(
+    client: &aws_sdk_secretsmanager::Client,
+    secret_id: &str,
+    timeout: Duration,
+) -> Result<String, DbError> {
+    let read = client.get_secret_value().secret_id(secret_id).send();
+    let output = tokio::time::timeout(timeout, read)
+        .await
+        .map_err(|_| DbError::Timeout(Phase::Acquire))?
+        .map_err(|e| {
+            DbError::Secret(format!(
+                "GetSecretValue failed: {}",
+                aws_sdk_secretsmanager::error::DisplayErrorContext(&e)
+            ))
+        })?;
+    output
+        .secret_string()
+        .map(str::to_owned)
+        .ok_or_else(|| DbError::Secret("the secret has no SecretString".into()))
+}
+
+/// Reads a plain-text secret (a signing key, say) once, with the default AWS configuration
+/// (`AWS_ENDPOINT_URL_SECRETS_MANAGER` points it at an emulator).
+///
+/// # Errors
+///
+/// As for the database secret: unreadable in `timeout`, refused, or not a string.
+pub async fn read_plain_secret(secret_id: &str, timeout: Duration) -> Result<String, DbError> {
+    let aws = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    let client = aws_sdk_secretsmanager::Client::new(&aws);
+    secret_string(&client, secret_id, timeout).await
 }

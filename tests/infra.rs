@@ -59,9 +59,7 @@ fn env_of(t: &Value, function: &str) -> BTreeMap<String, Value> {
         .and_then(|e| e.get("Variables"))
         .and_then(Value::as_mapping)
         .expect("Environment.Variables");
-    vars.iter()
-        .map(|(k, v)| (text(k), v.clone()))
-        .collect()
+    vars.iter().map(|(k, v)| (text(k), v.clone())).collect()
 }
 
 fn default_of(t: &Value, parameter: &str) -> String {
@@ -69,7 +67,10 @@ fn default_of(t: &Value, parameter: &str) -> String {
         .get("Parameters")
         .and_then(|p| p.get(parameter))
         .unwrap_or_else(|| panic!("no parameter {parameter}"));
-    text(p.get("Default").unwrap_or_else(|| panic!("{parameter} has no default")))
+    text(
+        p.get("Default")
+            .unwrap_or_else(|| panic!("{parameter} has no default")),
+    )
 }
 
 /// Every environment-variable-shaped string literal (`"FOO_BAR"`) in the Rust sources under
@@ -126,40 +127,83 @@ fn documented() -> BTreeSet<String> {
 
 /// What the deployed mcp function deliberately leaves to its default, and why.
 const MCP_DEFAULTS: &[(&str, &str)] = &[
-    ("AUTH_MODE", "only the conformance fixture accepts it; the deployed function refuses to start with it"),
-    ("DATABASE_URL", "local runs; deployed credentials come from DB_SECRET_ID"),
-    ("CURSOR_SIGNING_KEY", "local runs; deployed, the key comes from CURSOR_SIGNING_KEY_SECRET_ID"),
-    ("AUTH_JWKS_FILE", "a fixed JWKS for development; deployed, keys are fetched"),
-    ("AUTH_JWKS_JSON", "a fixed JWKS for development; deployed, keys are fetched"),
-    ("MCP_RESOURCE_METADATA_URL", "derived from MCP_RESOURCE_URL by RFC 9728 path insertion, which the routes serve"),
+    (
+        "AUTH_MODE",
+        "only the conformance fixture accepts it; the deployed function refuses to start with it",
+    ),
+    (
+        "DATABASE_URL",
+        "local runs; deployed credentials come from DB_SECRET_ID",
+    ),
+    (
+        "CURSOR_SIGNING_KEY",
+        "local runs; deployed, the key comes from CURSOR_SIGNING_KEY_SECRET_ID",
+    ),
+    (
+        "AUTH_JWKS_FILE",
+        "a fixed JWKS for development; deployed, keys are fetched",
+    ),
+    (
+        "AUTH_JWKS_JSON",
+        "a fixed JWKS for development; deployed, keys are fetched",
+    ),
+    (
+        "MCP_RESOURCE_METADATA_URL",
+        "derived from MCP_RESOURCE_URL by RFC 9728 path insertion, which the routes serve",
+    ),
     ("AUTH_AUTHORIZATION_SERVERS", "defaults to the issuer"),
     ("AUTH_ALGORITHMS", "default RS256, ES256, EdDSA"),
     ("AUTH_LEEWAY_SECS", "default 30 s"),
     ("AUTH_MAX_TOKEN_LIFETIME_SECS", "default 24 h"),
-    ("AUTH_REQUIRE_AT_JWT", "issuers differ on typ; enable per issuer"),
+    (
+        "AUTH_REQUIRE_AT_JWT",
+        "issuers differ on typ; enable per issuer",
+    ),
     ("AUTH_MAX_TOKEN_BYTES", "default 8 KiB"),
     ("AUTH_JWKS_TTL_SECS", "default 600 s"),
     ("AUTH_JWKS_REFRESH_MIN_INTERVAL_SECS", "default 60 s"),
     ("AUTH_JWKS_MAX_STALE_SECS", "default 24 h"),
-    ("AUTH_JWKS_FETCH_TIMEOUT_MS", "default 2 s, and the request deadline bounds it"),
-    ("DB_SECRET_TTL_SECS", "default 300 s; a refused password re-reads at once"),
-    ("DB_CONNECT_TIMEOUT_MS", "default 3 s, and the request deadline bounds it"),
+    (
+        "AUTH_JWKS_FETCH_TIMEOUT_MS",
+        "default 2 s, and the request deadline bounds it",
+    ),
+    (
+        "DB_SECRET_TTL_SECS",
+        "default 300 s; a refused password re-reads at once",
+    ),
+    (
+        "DB_CONNECT_TIMEOUT_MS",
+        "default 3 s, and the request deadline bounds it",
+    ),
 ];
 
 #[test]
 fn the_mcp_function_gets_every_setting_the_code_reads() {
     let t = template();
     let env = env_of(&t, "McpFunction");
-    let code = names_in_code(&["functions/mcp/src", "shared/auth/src", "shared/db/src", "shared/tools/src", "shared/protocol/src"]);
+    let code = names_in_code(&[
+        "functions/mcp/src",
+        "shared/auth/src",
+        "shared/db/src",
+        "shared/tools/src",
+        "shared/protocol/src",
+    ]);
     let docs = documented();
     let defaults: BTreeMap<_, _> = MCP_DEFAULTS.iter().copied().collect();
     // The migrate-only and emulator variables live in the same crates.
-    let elsewhere = ["DATABASE_ADMIN_URL", "DB_ADMIN_SECRET_ID", "AWS_ENDPOINT_URL_SECRETS_MANAGER"];
+    let elsewhere = [
+        "DATABASE_ADMIN_URL",
+        "DB_ADMIN_SECRET_ID",
+        "AWS_ENDPOINT_URL_SECRETS_MANAGER",
+    ];
     for name in &code {
         if elsewhere.contains(&name.as_str()) {
             continue;
         }
-        assert!(docs.contains(name), "{name} is read by the code but not in the README's configuration table");
+        assert!(
+            docs.contains(name),
+            "{name} is read by the code but not in the README's configuration table"
+        );
         assert!(
             env.contains_key(name) || defaults.contains_key(name.as_str()),
             "{name} is read by the code but neither set by infra/template.yaml nor listed as left to its default"
@@ -170,18 +214,36 @@ fn the_mcp_function_gets_every_setting_the_code_reads() {
             code.contains(name) || name == "RUST_LOG",
             "the template sets {name}, which no code reads"
         );
-        assert!(docs.contains(name), "the template sets {name}, which the README does not document");
-        assert!(!defaults.contains_key(name.as_str()), "{name} is both set and listed as left to its default");
+        assert!(
+            docs.contains(name),
+            "the template sets {name}, which the README does not document"
+        );
+        assert!(
+            !defaults.contains_key(name.as_str()),
+            "{name} is both set and listed as left to its default"
+        );
     }
     assert!(!env.contains_key("AUTH_MODE"));
     // Secrets are read at run time, never stored in the configuration.
     for name in ["CURSOR_SIGNING_KEY", "DATABASE_URL", "AUTH_JWKS_JSON"] {
-        assert!(!env.contains_key(name), "{name} would put a secret in the function's configuration");
+        assert!(
+            !env.contains_key(name),
+            "{name} would put a secret in the function's configuration"
+        );
     }
-    assert_eq!(intrinsic(&env["DB_SECRET_ID"]), Some(("!Ref".into(), "EndpointSecret".into())));
-    assert_eq!(intrinsic(&env["CURSOR_SIGNING_KEY_SECRET_ID"]), Some(("!Ref".into(), "CursorKeySecret".into())));
+    assert_eq!(
+        intrinsic(&env["DB_SECRET_ID"]),
+        Some(("!Ref".into(), "EndpointSecret".into()))
+    );
+    assert_eq!(
+        intrinsic(&env["CURSOR_SIGNING_KEY_SECRET_ID"]),
+        Some(("!Ref".into(), "CursorKeySecret".into()))
+    );
     // The endpoint reaches the database through the proxy, over verified TLS.
-    assert_eq!(intrinsic(&env["DB_HOST"]), Some(("!GetAtt".into(), "Proxy.Endpoint".into())));
+    assert_eq!(
+        intrinsic(&env["DB_HOST"]),
+        Some(("!GetAtt".into(), "Proxy.Endpoint".into()))
+    );
     assert_eq!(text(&env["DB_SSLMODE"]), "verify-full");
     assert_eq!(text(&env["MCP_PATH"]), "/mcp");
 }
@@ -191,15 +253,31 @@ fn the_migrate_function_connects_directly_with_the_admin_secret() {
     let t = template();
     let env = env_of(&t, "MigrateFunction");
     let code = names_in_code(&["functions/migrate/src"]);
-    for name in ["DB_ADMIN_SECRET_ID", "DB_SECRET_ID", "DB_HOST", "DB_NAME", "DB_SSLMODE", "DB_CA_FILE"] {
+    for name in [
+        "DB_ADMIN_SECRET_ID",
+        "DB_SECRET_ID",
+        "DB_HOST",
+        "DB_NAME",
+        "DB_SSLMODE",
+        "DB_CA_FILE",
+    ] {
         assert!(env.contains_key(name), "migrate needs {name}");
     }
     assert!(code.contains("DB_ADMIN_SECRET_ID"));
-    assert_eq!(intrinsic(&env["DB_ADMIN_SECRET_ID"]), Some(("!Ref".into(), "AdminSecretArn".into())));
+    assert_eq!(
+        intrinsic(&env["DB_ADMIN_SECRET_ID"]),
+        Some(("!Ref".into(), "AdminSecretArn".into()))
+    );
     // Not through the transaction pooler: the migrations hold a session-level advisory lock.
-    assert_eq!(intrinsic(&env["DB_HOST"]), Some(("!Ref".into(), "DatabaseEndpoint".into())));
+    assert_eq!(
+        intrinsic(&env["DB_HOST"]),
+        Some(("!Ref".into(), "DatabaseEndpoint".into()))
+    );
     assert_eq!(text(&env["DB_SSLMODE"]), "verify-full");
-    assert_eq!(text(&props(&t, "MigrateFunction")["ReservedConcurrentExecutions"]), "1");
+    assert_eq!(
+        text(&props(&t, "MigrateFunction")["ReservedConcurrentExecutions"]),
+        "1"
+    );
 }
 
 #[test]
@@ -211,14 +289,27 @@ fn both_functions_ship_the_ca_bundle_they_verify_the_database_with() {
     assert!(root().join(bundle).is_file());
     // `cargo lambda build --include` keeps the relative path inside the zip, which Lambda
     // unpacks into /var/task.
-    assert!(workflow.contains(&format!("--include {bundle}")), "the deploy build does not ship the bundle");
-    assert!(script.contains(&format!("--include {bundle}")), "scripts/test does not build the zip the template uses");
+    assert!(
+        workflow.contains(&format!("--include {bundle}")),
+        "the deploy build does not ship the bundle"
+    );
+    assert!(
+        script.contains(&format!("--include {bundle}")),
+        "scripts/test does not build the zip the template uses"
+    );
     for (function, binary) in [("McpFunction", "mcp"), ("MigrateFunction", "migrate")] {
         let env = env_of(&t, function);
         assert_eq!(text(&env["DB_CA_FILE"]), format!("/var/task/{bundle}"));
         let p = props(&t, function);
-        assert_eq!(text(&p["CodeUri"]), format!("../target/lambda/{binary}/bootstrap.zip"));
-        assert!(root().join(format!("functions/{binary}/Cargo.toml")).is_file());
+        assert_eq!(
+            text(&p["CodeUri"]),
+            format!("../target/lambda/{binary}/bootstrap.zip")
+        );
+        assert!(
+            root()
+                .join(format!("functions/{binary}/Cargo.toml"))
+                .is_file()
+        );
         assert!(workflow.contains(&format!("--bin {binary}")));
         assert_eq!(text(&p["Runtime"]), "provided.al2023");
         assert_eq!(text(&p["Handler"]), "bootstrap");
@@ -232,7 +323,7 @@ async fn every_route_reaches_the_handler_and_nothing_else_is_routed() {
     let t = template();
     let mut routes = BTreeSet::new();
     for (name, r) in t["Resources"].as_mapping().unwrap() {
-        if r["Type"] == Value::from("AWS::ApiGatewayV2::Route") {
+        if r["Type"] == "AWS::ApiGatewayV2::Route" {
             let key = text(&r["Properties"]["RouteKey"]);
             let target = intrinsic(&r["Properties"]["Target"]).expect("a target");
             assert_eq!(target.1, "integrations/${McpIntegration}", "{name:?}");
@@ -260,7 +351,9 @@ async fn every_route_reaches_the_handler_and_nothing_else_is_routed() {
             .header("host", "127.0.0.1")
             .header("accept", "application/json")
             .header("content-type", "application/json")
-            .body(lambda_http::Body::from(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#))
+            .body(lambda_http::Body::from(
+                r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+            ))
             .unwrap();
         let a = crate::helpers::send(&app, req).await;
         let expected = match (method, path) {
@@ -270,7 +363,10 @@ async fn every_route_reaches_the_handler_and_nothing_else_is_routed() {
         };
         assert_eq!(a.status, expected, "{key}: {a:?}");
         if expected == 401 {
-            assert!(a.header("www-authenticate").is_some_and(|h| h.contains("resource_metadata=")));
+            assert!(
+                a.header("www-authenticate")
+                    .is_some_and(|h| h.contains("resource_metadata="))
+            );
         }
     }
 }
@@ -278,7 +374,9 @@ async fn every_route_reaches_the_handler_and_nothing_else_is_routed() {
 #[test]
 fn timeouts_fit_inside_each_other() {
     let t = template();
-    let integration_ms: u64 = text(&props(&t, "McpIntegration")["TimeoutInMillis"]).parse().unwrap();
+    let integration_ms: u64 = text(&props(&t, "McpIntegration")["TimeoutInMillis"])
+        .parse()
+        .unwrap();
     // HTTP APIs wait at most 30 s for an integration.
     assert!(integration_ms <= 30_000);
     let timeout = |s: &str| s.parse::<u64>().unwrap() * 1000;
@@ -290,23 +388,40 @@ fn timeouts_fit_inside_each_other() {
     )];
     // And every environment in samconfig.toml.
     let samconfig = read("infra/samconfig.toml");
-    for section in samconfig.split("\n[").filter(|s| s.contains(".deploy.parameters]")) {
+    for section in samconfig
+        .split("\n[")
+        .filter(|s| s.contains(".deploy.parameters]"))
+    {
         let value = |key: &str| {
             section
                 .lines()
                 .find_map(|l| l.trim().strip_prefix(&format!("\"{key}=")))
                 .map(|rest| rest.split('"').next().unwrap().to_owned())
         };
-        if let (Some(tout), Some(m)) = (value("FunctionTimeoutSeconds"), value("DeadlineMarginMs")) {
-            settings.push((section.lines().next().unwrap().to_owned(), timeout(&tout), margin(&m)));
+        if let (Some(tout), Some(m)) = (value("FunctionTimeoutSeconds"), value("DeadlineMarginMs"))
+        {
+            settings.push((
+                section.lines().next().unwrap().to_owned(),
+                timeout(&tout),
+                margin(&m),
+            ));
         }
     }
-    assert!(settings.len() >= 3, "dev and prod set their timeouts: {settings:?}");
+    assert!(
+        settings.len() >= 3,
+        "dev and prod set their timeouts: {settings:?}"
+    );
     let tool_cap = mcp_protocol::DEFAULT_TOOL_MAX_DURATION.as_millis() as u64;
     for (name, timeout_ms, margin_ms) in settings {
-        assert!(timeout_ms <= integration_ms, "{name}: the function outlives the gateway");
+        assert!(
+            timeout_ms <= integration_ms,
+            "{name}: the function outlives the gateway"
+        );
         // The margin covers a cancel request (250 ms) and returning the answer.
-        assert!((300..timeout_ms / 4).contains(&margin_ms), "{name}: margin {margin_ms} ms");
+        assert!(
+            (300..timeout_ms / 4).contains(&margin_ms),
+            "{name}: margin {margin_ms} ms"
+        );
         assert!(tool_cap < integration_ms, "{name}");
     }
     let statement: u64 = default_of(&t, "ToolStatementTimeoutMs").parse().unwrap();
@@ -317,7 +432,10 @@ fn timeouts_fit_inside_each_other() {
 fn the_function_role_reads_two_secrets_and_nothing_else() {
     let t = template();
     let role = props(&t, "McpRole");
-    assert!(role.get("ManagedPolicyArns").is_none(), "no managed policies: every grant is listed here");
+    assert!(
+        role.get("ManagedPolicyArns").is_none(),
+        "no managed policies: every grant is listed here"
+    );
     let mut secrets = Vec::new();
     for policy in role["Policies"].as_sequence().unwrap() {
         for s in policy["PolicyDocument"]["Statement"].as_sequence().unwrap() {
@@ -329,11 +447,16 @@ fn the_function_role_reads_two_secrets_and_nothing_else() {
             for a in &actions {
                 assert!(!a.contains('*'), "wildcard action {a}");
             }
-            let star = s["Resource"] == Value::from("*");
+            let star = s["Resource"] == "*";
             if star {
                 // Only what cannot be scoped to a resource.
                 for a in &actions {
-                    assert!(a.starts_with("ec2:") && a.contains("NetworkInterface") || a.starts_with("ec2:") && a.contains("PrivateIpAddresses") || a.starts_with("xray:Put"), "{a} on *");
+                    assert!(
+                        a.starts_with("ec2:") && a.contains("NetworkInterface")
+                            || a.starts_with("ec2:") && a.contains("PrivateIpAddresses")
+                            || a.starts_with("xray:Put"),
+                        "{a} on *"
+                    );
                 }
             }
             if actions.iter().any(|a| a == "secretsmanager:GetSecretValue") {
@@ -342,9 +465,16 @@ fn the_function_role_reads_two_secrets_and_nothing_else() {
                 }
             }
             if actions.iter().any(|a| a == "kms:Decrypt") {
-                assert!(s["Condition"]["StringEquals"].get("kms:ViaService").is_some());
+                assert!(
+                    s["Condition"]["StringEquals"]
+                        .get("kms:ViaService")
+                        .is_some()
+                );
             }
-            assert!(!actions.iter().any(|a| a.starts_with("rds")), "password auth through the proxy needs no RDS permission");
+            assert!(
+                !actions.iter().any(|a| a.starts_with("rds")),
+                "password auth through the proxy needs no RDS permission"
+            );
         }
     }
     secrets.sort();
@@ -352,7 +482,10 @@ fn the_function_role_reads_two_secrets_and_nothing_else() {
     // The proxy requires TLS and authenticates with the endpoint's secret.
     let proxy = props(&t, "Proxy");
     assert_eq!(proxy["RequireTLS"], Value::from(true));
-    assert_eq!(intrinsic(&proxy["Auth"][0]["SecretArn"]).unwrap().1, "EndpointSecret");
+    assert_eq!(
+        intrinsic(&proxy["Auth"][0]["SecretArn"]).unwrap().1,
+        "EndpointSecret"
+    );
 }
 
 #[test]
@@ -364,8 +497,16 @@ fn the_alarms_watch_the_metrics_the_function_emits() {
     assert_eq!(intrinsic(&alarm["Namespace"]).unwrap().1, namespace);
     let metric = text(&alarm["MetricName"]);
     assert!(read("functions/mcp/src/metrics.rs").contains(&format!("\"{metric}\"")));
-    for name in ["McpErrorsAlarm", "McpThrottlesAlarm", "McpDurationAlarm", "Api5xxAlarm"] {
-        assert_eq!(resource(&t, name)["Type"], Value::from("AWS::CloudWatch::Alarm"));
+    for name in [
+        "McpErrorsAlarm",
+        "McpThrottlesAlarm",
+        "McpDurationAlarm",
+        "Api5xxAlarm",
+    ] {
+        assert_eq!(
+            resource(&t, name)["Type"],
+            Value::from("AWS::CloudWatch::Alarm")
+        );
     }
     // Logs are kept for a bounded time.
     for group in ["McpLogGroup", "MigrateLogGroup", "ApiAccessLogs"] {

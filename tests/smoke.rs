@@ -73,7 +73,11 @@ async fn smoke_a_served_endpoint() {
         .unwrap_or_default();
     let metadata: Value = serde_json::from_str(&metadata).expect("the metadata is JSON");
     assert_eq!(metadata["resource"], Value::from(url.clone()), "{metadata}");
-    assert!(metadata["authorization_servers"].as_array().is_some_and(|a| !a.is_empty()));
+    assert!(
+        metadata["authorization_servers"]
+            .as_array()
+            .is_some_and(|a| !a.is_empty())
+    );
 
     // GET is not a stream here.
     let get = client.get(&url).bearer_auth(&token).send().await.unwrap();
@@ -96,6 +100,12 @@ async fn smoke_a_served_endpoint() {
     let (status, _, body) = post(&client, &url, Some(&token), &call).await;
     assert_eq!(status, 200, "{body}");
     assert_ne!(body["result"]["isError"], true, "{body}");
-    assert!(body["result"]["structuredContent"]["total_events"].is_number(), "{body}");
-    println!("smoke: {url} answered 401 + metadata, 405 on GET, ping, tools/list ({} tools) and describe_data", names.len());
+    assert!(
+        body["result"]["structuredContent"]["total_events"].is_number(),
+        "{body}"
+    );
+    println!(
+        "smoke: {url} answered 401 + metadata, 405 on GET, ping, tools/list ({} tools) and describe_data",
+        names.len()
+    );
 }

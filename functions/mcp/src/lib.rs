@@ -132,17 +132,18 @@ pub async fn store_from_env() -> anyhow::Result<Arc<Store>> {
             "DATABASE_URL or DB_SECRET_ID is required: the endpoint's tools read the event store"
         )
     })?;
-    let key = match (get("CURSOR_SIGNING_KEY"), get("CURSOR_SIGNING_KEY_SECRET_ID")) {
+    let key = match (
+        get("CURSOR_SIGNING_KEY"),
+        get("CURSOR_SIGNING_KEY_SECRET_ID"),
+    ) {
         (Some(key), None) => key,
         // Deployed: the key lives in Secrets Manager, never in the function's configuration.
-        (None, Some(id)) => {
-            mcp_db::read_plain_secret(&id, std::time::Duration::from_secs(5))
-                .await
-                .map_err(|e| anyhow::anyhow!("CURSOR_SIGNING_KEY_SECRET_ID: {e}"))?
+        (None, Some(id)) => mcp_db::read_plain_secret(&id, std::time::Duration::from_secs(5))
+            .await
+            .map_err(|e| anyhow::anyhow!("CURSOR_SIGNING_KEY_SECRET_ID: {e}"))?,
+        (Some(_), Some(_)) => {
+            anyhow::bail!("set CURSOR_SIGNING_KEY or CURSOR_SIGNING_KEY_SECRET_ID, not both")
         }
-        (Some(_), Some(_)) => anyhow::bail!(
-            "set CURSOR_SIGNING_KEY or CURSOR_SIGNING_KEY_SECRET_ID, not both"
-        ),
         (None, None) => anyhow::bail!(
             "CURSOR_SIGNING_KEY (at least 32 bytes) or CURSOR_SIGNING_KEY_SECRET_ID is required"
         ),

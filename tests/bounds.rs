@@ -452,3 +452,43 @@ async fn every_request_leaves_one_log_record_and_tool_calls_leave_metrics() {
         );
     }
 }
+
+#[tokio::test]
+async fn long_bucket_lists_stop_at_the_budget_and_say_so() {
+    let db = fixture().await;
+    db.admin
+        .batch_execute(
+            "INSERT INTO events (tenant_id, entity_id, entity_type, event_type, severity, occurred_at, tags, payload, structured)
+             SELECT 'busy', 'svc', 'service', 'alert.fired', 3,
+                    '2026-11-20T00:00:00Z'::timestamptz + (g || ' minutes')::interval, '{}', '{}', '{}'
+             FROM generate_series(0, 299) g",
+        )
+        .await
+        .unwrap();
+    let budget = 8 * 1024;
+    let (app, _) = app_with_budget(db.store("mcp_endpoint", Duration::from_secs(5)), budget);
+    let busy = token(Some("busy"));
+    let args = json!({"since": "2026-11-20T00:00:00Z", "until": "2026-11-20T05:00:00Z", "bucket": "minute", "group_by": "event_type"});
+    let a = call(&app, &busy, "count_events", args).await;
+    assert!(a.raw.len() <= budget, "{} bytes", a.raw.len());
+    let s = ok(&a);
+    assert_eq!(s["truncated"], true);
+    let buckets = s["buckets"].as_array().unwrap();
+    assert!(
+        !buckets.is_empty() && buckets.len() < 300,
+        "{}",
+        buckets.len()
+    );
+    let sum: i64 = buckets.iter().map(|b| b["count"].as_i64().unwrap()).sum();
+    assert_eq!(s["total_events"].as_i64().unwrap(), sum);
+    // The same window by hour fits.
+    let a = call(
+        &app,
+        &busy,
+        "count_events",
+        json!({"since": "2026-11-20T00:00:00Z", "until": "2026-11-20T05:00:00Z"}),
+    )
+    .await;
+    assert_eq!(ok(&a)["truncated"], false);
+    assert_eq!(ok(&a)["total_events"], 300);
+}

@@ -443,7 +443,7 @@ pub fn register(tools: &mut Tools, store: Arc<Store>) -> Result<(), RegistryErro
     tools.register(
         ToolDef::new(
             "count_events",
-            "Counts events per time bucket (minute, hour or day), optionally grouped by event type or severity. For spotting spikes before drilling in with query_events.",
+            "Counts events per time bucket (minute, hour or day), optionally grouped by event type or severity. For spotting spikes before drilling in with query_events. When `truncated` is true the later buckets did not fit the response budget (total_events counts the returned ones): use a larger bucket or a shorter window.",
             json!({
                 "type": "object",
                 "properties": {
@@ -466,9 +466,10 @@ pub fn register(tools: &mut Tools, store: Arc<Store>) -> Result<(), RegistryErro
                 "bucket": { "type": "string" },
                 "group_by": { "type": "string" },
                 "buckets": { "type": "array" },
-                "total_events": { "type": "integer" }
+                "total_events": { "type": "integer" },
+                "truncated": { "type": "boolean" }
             },
-            "required": ["bucket", "group_by", "buckets", "total_events"]
+            "required": ["bucket", "group_by", "buckets", "total_events", "truncated"]
         })),
     )?;
     Ok(())
@@ -986,25 +987,37 @@ async fn count_events(
         })
     })
     .await?;
+    // Buckets are small, but a long window by minute and type holds thousands of them: the
+    // list stops at the response budget like query_events, and says so.
+    let room = ctx.response_budget.saturating_sub(PAGE_OVERHEAD_BYTES);
+    let mut used = 0;
     let mut total = 0;
-    let buckets: Vec<Value> = rows
-        .iter()
-        .map(|r| {
-            let n: i64 = r.get(2);
-            total += n;
-            let mut b = json!({ "start": r.get::<_, Timestamp>(0).to_string(), "count": n });
-            let k: String = r.get(1);
-            match group_by.as_str() {
-                "severity" => b["severity"] = json!(severity_name(k.parse().unwrap_or(-1))),
-                "event_type" => b["event_type"] = json!(k),
-                _ => {}
-            }
-            b
-        })
-        .collect();
-    let stats = read_rows(rows.len());
+    let mut truncated = false;
+    let mut buckets: Vec<Value> = Vec::new();
+    for r in &rows {
+        let n: i64 = r.get(2);
+        let mut b = json!({ "start": r.get::<_, Timestamp>(0).to_string(), "count": n });
+        let k: String = r.get(1);
+        match group_by.as_str() {
+            "severity" => b["severity"] = json!(severity_name(k.parse().unwrap_or(-1))),
+            "event_type" => b["event_type"] = json!(k),
+            _ => {}
+        }
+        let cost = structured_cost(&b) + 2;
+        if used + cost > room {
+            truncated = true;
+            break;
+        }
+        used += cost;
+        total += n;
+        buckets.push(b);
+    }
+    let stats = CallStats {
+        truncated,
+        ..read_rows(rows.len())
+    };
     done(
-        json!({ "bucket": bucket, "group_by": group_by, "buckets": buckets, "total_events": total }),
+        json!({ "bucket": bucket, "group_by": group_by, "buckets": buckets, "total_events": total, "truncated": truncated }),
         stats,
     )
 }

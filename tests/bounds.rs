@@ -18,7 +18,7 @@ use crate::store::{TestDb, call, fixture, ids, ok, pgbouncer, token, tool_error}
 
 /// Polls `check` until it holds or `within` passes: for effects another process applies
 /// asynchronously (a cancel request, a socket close), which no event announces.
-async fn eventually<F, Fut>(within: Duration, mut check: F) -> bool
+pub(crate) async fn eventually<F, Fut>(within: Duration, mut check: F) -> bool
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
@@ -46,7 +46,10 @@ async fn running(db: &TestDb, query: &str) -> i64 {
         .get(0)
 }
 
-fn app_with_budget(store: Arc<mcp_tools::Store>, budget: usize) -> (App, Arc<Mutex<Vec<String>>>) {
+pub(crate) fn app_with_budget(
+    store: Arc<mcp_tools::Store>,
+    budget: usize,
+) -> (App, Arc<Mutex<Vec<String>>>) {
     let server = mcp::production_server(Some(store), budget).unwrap();
     let lines = Arc::new(Mutex::new(Vec::new()));
     let sink = lines.clone();

@@ -2,12 +2,13 @@
 //! PgBouncer or PostgreSQL (toxiproxy and tc netem are not available here).
 //!
 //! Faults: `blackhole` (bytes are accepted and held, nothing is delivered either way, as
-//! when a network path or a proxy hangs; released when the blackhole lifts) and `reset`
-//! (every open connection is dropped at once). `live()` counts open connections, so a test
+//! when a network path or a proxy hangs; released when the blackhole lifts), `reset`
+//! (every open connection is dropped at once) and `down` (new connections are closed as
+//! soon as they arrive, as when the service behind is stopped). `live()` counts open connections, so a test
 //! can show that nothing leaks.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -19,6 +20,8 @@ pub(crate) struct FaultProxy {
     blackhole: watch::Sender<bool>,
     reset: watch::Sender<u64>,
     live: Arc<AtomicUsize>,
+    down: Arc<AtomicBool>,
+    accepted: Arc<AtomicUsize>,
     accept: tokio::task::JoinHandle<()>,
 }
 
@@ -30,9 +33,17 @@ impl FaultProxy {
         let (blackhole, _) = watch::channel(false);
         let (reset, _) = watch::channel(0u64);
         let live = Arc::new(AtomicUsize::new(0));
+        let down = Arc::new(AtomicBool::new(false));
+        let accepted = Arc::new(AtomicUsize::new(0));
         let (hole, resets, count) = (blackhole.clone(), reset.clone(), live.clone());
+        let (is_down, seen) = (down.clone(), accepted.clone());
         let accept = tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
+                seen.fetch_add(1, Ordering::SeqCst);
+                if is_down.load(Ordering::SeqCst) {
+                    drop(client);
+                    continue;
+                }
                 let Ok(server) = TcpStream::connect(("127.0.0.1", target)).await else {
                     continue;
                 };
@@ -60,8 +71,21 @@ impl FaultProxy {
             blackhole,
             reset,
             live,
+            down,
+            accepted,
             accept,
         }
+    }
+
+    /// Closes new connections at once (`true`), as when the service behind is stopped, or
+    /// serves them again (`false`).
+    pub(crate) fn down(&self, on: bool) {
+        self.down.store(on, Ordering::SeqCst);
+    }
+
+    /// Connections accepted so far, served or not.
+    pub(crate) fn accepted(&self) -> usize {
+        self.accepted.load(Ordering::SeqCst)
     }
 
     /// Holds every byte in both directions (`true`) or delivers again (`false`).

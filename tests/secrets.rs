@@ -10,13 +10,13 @@ use serde_json::json;
 
 use crate::store::{TestDb, fixture};
 
-struct Env {
-    moto: String,
-    port: u16,
-    dir: String,
+pub(crate) struct Env {
+    pub(crate) moto: String,
+    pub(crate) port: u16,
+    pub(crate) dir: String,
 }
 
-fn env() -> Env {
+pub(crate) fn env() -> Env {
     let get = |name: &str| {
         std::env::var(name).unwrap_or_else(|_| {
             panic!("{name} is not set: run scripts/test (it starts moto and a SCRAM PgBouncer and exports TEST_MOTO_URL, TEST_PGBOUNCER_SCRAM_PORT, TEST_PGBOUNCER_SCRAM_DIR)")
@@ -29,7 +29,7 @@ fn env() -> Env {
     }
 }
 
-fn secrets_client(endpoint: &str) -> aws_sdk_secretsmanager::Client {
+pub(crate) fn secrets_client(endpoint: &str) -> aws_sdk_secretsmanager::Client {
     let config = aws_sdk_secretsmanager::Config::builder()
         .behavior_version(BehaviorVersion::latest())
         .region(Region::new("us-east-1"))
@@ -39,13 +39,17 @@ fn secrets_client(endpoint: &str) -> aws_sdk_secretsmanager::Client {
     aws_sdk_secretsmanager::Client::from_conf(config)
 }
 
-fn secret_json(password: &str, db: &TestDb) -> String {
+pub(crate) fn secret_json(password: &str, db: &TestDb) -> String {
     // RDS writes the port as a number and names the instance, not the proxy: DB_HOST/DB_PORT
     // point the connection at the proxy.
     json!({"engine": "postgres", "username": "mcp_endpoint", "password": password, "host": "db-instance.invalid", "port": 5432, "dbname": db.name}).to_string()
 }
 
-fn db_with_secret(client: aws_sdk_secretsmanager::Client, secret_id: &str, env: &Env) -> Db {
+pub(crate) fn db_with_secret(
+    client: aws_sdk_secretsmanager::Client,
+    secret_id: &str,
+    env: &Env,
+) -> Db {
     let pem = std::fs::read(format!("{}/ca.crt", env.dir)).unwrap();
     Db::new(DbConfig {
         credentials: Credentials::Secret {

@@ -97,12 +97,24 @@ pub enum DbError {
 
 impl DbError {
     fn from_query(e: tokio_postgres::Error) -> Self {
+        let code = e.code();
         if e.is_closed() {
             Self::ConnectionLost(e)
-        } else if e.code() == Some(&SqlState::QUERY_CANCELED)
-            || e.code() == Some(&SqlState::LOCK_NOT_AVAILABLE)
+        } else if code == Some(&SqlState::QUERY_CANCELED)
+            || code == Some(&SqlState::LOCK_NOT_AVAILABLE)
         {
             Self::Timeout(Phase::Execute)
+        } else if code.is_some_and(|c| {
+            // The server went away under the statement: terminated by an administrator, a
+            // crash or a failover (57P01-57P03), or a connection exception (class 08, which
+            // is also what PgBouncer reports when its server connection dies). The
+            // connection is finished; a read may be repeated on a fresh one.
+            c.code().starts_with("08")
+                || *c == SqlState::ADMIN_SHUTDOWN
+                || *c == SqlState::CRASH_SHUTDOWN
+                || *c == SqlState::CANNOT_CONNECT_NOW
+        }) {
+            Self::ConnectionLost(e)
         } else {
             Self::Query(e)
         }

@@ -61,6 +61,110 @@ pub struct EnvelopeError {
 /// Returns [`EnvelopeError`] for anything that is not a JSON-RPC 2.0 object with a string
 /// `method` (or a `result`/`error` response), for a null, fractional or boolean id, and for
 /// `params` that are neither an object nor an array (JSON-RPC 2.0 §4.2).
+/// Why a body is not one JSON document we will read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyError {
+    /// Not JSON (or not UTF-8, or nested deeper than serde_json's limit of 128).
+    Syntax,
+    /// An object repeats a member name. serde_json keeps the last, another parser (a
+    /// gateway, a WAF, a logging proxy) may keep the first, so the two would act on
+    /// different messages (RFC 8259 §4: names "SHOULD be unique"; the class of the Go SDK's
+    /// CVE-2026-27896). Refused rather than guessed.
+    DuplicateKey,
+}
+
+/// Step zero: parses a body into a JSON value in one pass, refusing repeated member names
+/// at any depth.
+///
+/// # Errors
+///
+/// [`BodyError`] says which rule the body broke.
+pub fn parse_body(bytes: &[u8]) -> Result<Value, BodyError> {
+    use serde::de::DeserializeSeed;
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let value = strict::Strict.deserialize(&mut de).map_err(|e| {
+        if e.to_string().starts_with(strict::DUPLICATE) {
+            BodyError::DuplicateKey
+        } else {
+            BodyError::Syntax
+        }
+    })?;
+    de.end().map_err(|_| BodyError::Syntax)?;
+    Ok(value)
+}
+
+mod strict {
+    use std::fmt;
+
+    use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+    use serde_json::{Map, Number, Value};
+
+    pub(super) const DUPLICATE: &str = "duplicate member name";
+
+    /// Builds a [`Value`] like serde_json's own visitor, except that a repeated key fails.
+    pub(super) struct Strict;
+
+    impl<'de> DeserializeSeed<'de> for Strict {
+        type Value = Value;
+
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Strict {
+        type Value = Value;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a JSON value without repeated member names")
+        }
+
+        fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+            Ok(Value::Bool(v))
+        }
+        fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+            Ok(Value::Number(v.into()))
+        }
+        fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+            Ok(Value::Number(v.into()))
+        }
+        fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+            Ok(Number::from_f64(v).map_or(Value::Null, Value::Number))
+        }
+        fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+            Ok(Value::String(v.to_owned()))
+        }
+        fn visit_string<E>(self, v: String) -> Result<Value, E> {
+            Ok(Value::String(v))
+        }
+        fn visit_unit<E>(self) -> Result<Value, E> {
+            Ok(Value::Null)
+        }
+        fn visit_none<E>(self) -> Result<Value, E> {
+            Ok(Value::Null)
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+            let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1024));
+            while let Some(item) = seq.next_element_seed(Strict)? {
+                items.push(item);
+            }
+            Ok(Value::Array(items))
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+            let mut out = Map::new();
+            while let Some(key) = map.next_key::<String>()? {
+                let value = map.next_value_seed(Strict)?;
+                if out.insert(key, value).is_some() {
+                    return Err(de::Error::custom(DUPLICATE));
+                }
+            }
+            Ok(Value::Object(out))
+        }
+    }
+}
+
 pub fn parse_envelope(value: &Value) -> Result<Message, EnvelopeError> {
     let Value::Object(obj) = value else {
         return Err(EnvelopeError {

@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 
 use crate::context::{CallRecord, CallSlot, Caller, RequestContext};
 use crate::error::RpcError;
-use crate::jsonrpc::{self, EnvelopeError, Message, RequestId};
+use crate::jsonrpc::{self, BodyError, EnvelopeError, Message, RequestId};
 use crate::registry::{
     ByteCounter, CallToolResult, Completions, InputRequired, Outcome, Owner, Prompts, Resources,
     ToolError, Tools,
@@ -234,8 +234,15 @@ impl Server {
         };
 
         // Invalid UTF-8 and invalid JSON are both parse errors: serde_json checks both.
-        let Ok(value) = serde_json::from_slice::<Value>(incoming.body) else {
-            return error_reply(RpcError::Parse, None, assumed, None);
+        let value = match jsonrpc::parse_body(incoming.body) {
+            Ok(value) => value,
+            Err(BodyError::Syntax) => return error_reply(RpcError::Parse, None, assumed, None),
+            Err(BodyError::DuplicateKey) => {
+                let err = RpcError::InvalidRequest(
+                    "an object repeats a member name; send each name once".into(),
+                );
+                return error_reply(err, None, assumed, None);
+            }
         };
         let readable_id = match &value {
             Value::Object(obj) => obj.get("id").and_then(RequestId::from_value),

@@ -1,0 +1,248 @@
+//! Hostile input (security.md parts A, D, E): every malformed or tricky request gets a
+//! precise error with a JSON-RPC body, never a panic, a 500 or internal text.
+
+use crate::helpers::{Answer, MODERN, fixture_app, post, send};
+
+/// Nothing internal in any answer: no panics, SQL, serde positions or library errors.
+fn assert_hygienic(a: &Answer, case: &str) {
+    assert_ne!(a.status, 500, "{case}: {a:?}");
+    let text = String::from_utf8_lossy(&a.raw);
+    for leak in [
+        "panicked",
+        "SELECT ",
+        "ERROR:",
+        " at line ",
+        "column ",
+        "serde",
+        "tokio",
+        "backtrace",
+    ] {
+        assert!(!text.contains(leak), "{case}: {leak:?} in {text}");
+    }
+    match &a.body {
+        serde_json::Value::Array(items) => {
+            for item in items {
+                assert_eq!(item["jsonrpc"], "2.0", "{case}: {a:?}");
+            }
+        }
+        body if a.status != 202 => assert_eq!(body["jsonrpc"], "2.0", "{case}: {a:?}"),
+        _ => {}
+    }
+}
+
+async fn raw(body: impl Into<Vec<u8>>, headers: &[(&str, &str)]) -> Answer {
+    send(&fixture_app(), post(body, headers)).await
+}
+
+#[tokio::test]
+async fn deep_nesting_is_a_parse_error_not_a_stack_overflow() {
+    for depth in [200, 10_000, 100_000] {
+        let arrays = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+        let body =
+            format!(r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"x":{arrays}}}}}"#);
+        let a = raw(body, &[]).await;
+        assert_hygienic(&a, "nested arrays");
+        assert_eq!(
+            (a.status, a.error_code()),
+            (400, Some(-32700)),
+            "depth {depth}"
+        );
+        let objects = format!("{}1{}", r#"{"a":"#.repeat(depth), "}".repeat(depth));
+        let a = raw(objects, &[]).await;
+        assert_eq!(
+            (a.status, a.error_code()),
+            (400, Some(-32700)),
+            "depth {depth}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn repeated_member_names_are_refused_at_any_depth() {
+    for body in [
+        // A gateway reading the first "method" would see ping; we would run tools/call.
+        r#"{"jsonrpc":"2.0","id":1,"method":"ping","method":"tools/call","params":{"name":"test_simple_text"}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"test_simple_text","name":"test_error_handling"}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"test_simple_text","arguments":{"a":1,"a":2}}}"#,
+        r#"[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping","jsonrpc":"2.0"}]"#,
+    ] {
+        let a = raw(body, &[("mcp-protocol-version", "2025-03-26")]).await;
+        assert_hygienic(&a, body);
+        assert_eq!(
+            (a.status, a.error_code()),
+            (400, Some(-32600)),
+            "{body}: {a:?}"
+        );
+        assert!(
+            a.body["id"].is_null(),
+            "an ambiguous message has no id to answer: {a:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn member_names_are_matched_exactly_never_by_case() {
+    // The Go SDK's CVE-2026-27896: case-insensitive matching let "Method" stand for
+    // "method". Here other spellings are just unknown members. (Handshake-era protocol
+    // errors after a readable envelope travel with HTTP 200.)
+    for (body, status, code) in [
+        (r#"{"JSONRPC":"2.0","ID":1,"METHOD":"ping"}"#, 400, -32600),
+        (r#"{"jsonrpc":"2.0","id":1,"Method":"ping"}"#, 400, -32600),
+        (r#"{"jsonrpc":"2.0","id":1,"method":"PING"}"#, 200, -32601),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":"Tools/Call","params":{"name":"test_simple_text"}}"#,
+            200,
+            -32601,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"Name":"test_simple_text"}}"#,
+            200,
+            -32602,
+        ),
+    ] {
+        let a = raw(body, &[("mcp-protocol-version", "2025-11-25")]).await;
+        assert_hygienic(&a, body);
+        assert_eq!(a.error_code(), Some(code), "{body}: {a:?}");
+        assert_eq!(a.status, status, "{body}: {a:?}");
+    }
+}
+
+#[tokio::test]
+async fn invalid_utf8_and_non_json_bodies_are_parse_errors() {
+    for body in [
+        b"\xff\xfe{\"jsonrpc\":\"2.0\"}".to_vec(),
+        b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"p\xc3\x28\"}".to_vec(),
+        b"".to_vec(),
+        b"null".to_vec(),
+        b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"} trailing".to_vec(),
+        b"\x00\x00\x00".to_vec(),
+    ] {
+        let a = raw(body.clone(), &[]).await;
+        assert_hygienic(&a, &String::from_utf8_lossy(&body));
+        assert_eq!(a.status, 400, "{a:?}");
+        assert!(matches!(a.error_code(), Some(-32700 | -32600)), "{a:?}");
+    }
+}
+
+#[tokio::test]
+async fn ids_of_every_json_type_get_a_well_formed_answer() {
+    for (id, echoed) in [
+        ("1", true),
+        ("\"abc\"", true),
+        ("-9223372036854775808", true),
+        ("18446744073709551615", true),
+        ("1.5", false),
+        ("1e400", false),
+        ("true", false),
+        ("{}", false),
+        ("[1]", false),
+        ("null", false),
+    ] {
+        let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
+        let a = raw(body, &[]).await;
+        assert_hygienic(&a, id);
+        if echoed {
+            assert_eq!(a.status, 200, "{id}: {a:?}");
+            assert_eq!(
+                a.body["id"],
+                serde_json::from_str::<serde_json::Value>(id).unwrap()
+            );
+        } else {
+            assert_eq!(a.status, 400, "{id}: {a:?}");
+            assert!(
+                matches!(a.error_code(), Some(-32600 | -32700)),
+                "{id}: {a:?}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn params_of_the_wrong_shape_are_invalid_params() {
+    // JSON-RPC 2.0 §4.2: params, when present, is an object or an array, so a primitive is
+    // an invalid request; MCP wants an object, so an array or a mistyped member is invalid
+    // params (inside a 200 after a readable envelope, as the handshake era answers).
+    for (params, status, code) in [
+        (r#""text""#, 400, -32600),
+        (r#"5"#, 400, -32600),
+        (r#"[]"#, 200, -32602),
+        (r#"{"name": 5}"#, 200, -32602),
+        (r#"{"name": null}"#, 200, -32602),
+        (
+            r#"{"name": "test_simple_text", "arguments": []}"#,
+            200,
+            -32602,
+        ),
+        (
+            r#"{"name": "test_simple_text", "arguments": "x"}"#,
+            200,
+            -32602,
+        ),
+        (r#"{"name": ["test_simple_text"]}"#, 200, -32602),
+    ] {
+        let body = format!(r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{params}}}"#);
+        let a = raw(body, &[("mcp-protocol-version", "2025-11-25")]).await;
+        assert_hygienic(&a, params);
+        assert_eq!(
+            (a.status, a.error_code()),
+            (status, Some(code)),
+            "{params}: {a:?}"
+        );
+        assert_eq!(a.body["id"], 7);
+    }
+}
+
+#[tokio::test]
+async fn a_second_mcp_method_header_and_header_floods_are_handled() {
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{"_meta":{{"io.modelcontextprotocol/protocolVersion":"{MODERN}","io.modelcontextprotocol/clientInfo":{{"name":"t","version":"1"}},"io.modelcontextprotocol/clientCapabilities":{{}}}}}}}}"#
+    );
+    let a = raw(
+        body.clone(),
+        &[
+            ("mcp-protocol-version", MODERN),
+            ("mcp-method", "tools/list"),
+            ("mcp-method", "tools/call"),
+        ],
+    )
+    .await;
+    assert_hygienic(&a, "two Mcp-Method headers");
+    assert_eq!(a.status, 400, "{a:?}");
+
+    // 500 junk headers and one 8 KB header change nothing about the answer.
+    let names: Vec<String> = (0..500).map(|i| format!("x-junk-{i}")).collect();
+    let long = "v".repeat(8 * 1024);
+    let mut headers: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), "junk")).collect();
+    headers.push(("x-long", &long));
+    headers.push(("mcp-protocol-version", MODERN));
+    headers.push(("mcp-method", "tools/list"));
+    let a = raw(body, &headers).await;
+    assert_hygienic(&a, "header flood");
+    assert_eq!(a.status, 200, "{a:?}");
+}
+
+#[tokio::test]
+async fn batch_edge_cases_are_refused_whole() {
+    let ping = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+    let call =
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"test_simple_text"}}"#;
+    let seventeen = format!("[{}]", vec![ping; 17].join(","));
+    for (body, status) in [
+        ("[]".to_owned(), 400),
+        (seventeen, 400),
+        (format!("[{call},{call}]"), 400),
+        ("[1,2,3]".to_owned(), 200),
+        (format!("[[{ping}]]"), 200),
+    ] {
+        let a = raw(body.clone(), &[("mcp-protocol-version", "2025-03-26")]).await;
+        assert_hygienic(&a, &body);
+        assert_eq!(a.status, status, "{body}: {a:?}");
+        if status == 200 {
+            // Each bad member gets its own -32600; nothing runs twice.
+            for item in a.body.as_array().unwrap() {
+                assert_eq!(item["error"]["code"], -32600, "{item}");
+            }
+        }
+    }
+}

@@ -15,6 +15,7 @@ mod helpers;
 mod hostile;
 mod http_layer;
 mod infra;
+mod properties;
 mod secrets;
 mod smoke;
 mod stateless;

@@ -1,0 +1,224 @@
+//! A load generator that checks every answer: POSTs one JSON-RPC body at a fixed
+//! concurrency for a fixed time (after a warm-up), and counts as wrong any answer that is
+//! not HTTP 200 with a JSON-RPC result that is not `isError` (and, with `--expect-count`,
+//! whose `structuredContent.count` differs). Samples the server's RSS (`--pid`) and the
+//! database's connection count (`--pg-db`) once a second. Exits 1 if any answer was wrong.
+//!
+//! Usage: load --url URL --token TOKEN --body JSON [--concurrency 16] [--seconds 60]
+//!             [--warmup 200] [--expect-count N] [--pid PID] [--pg-db NAME]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tokio::sync::Mutex;
+
+struct Args {
+    url: String,
+    token: String,
+    body: String,
+    concurrency: usize,
+    seconds: u64,
+    warmup: usize,
+    expect_count: Option<u64>,
+    pid: Option<u32>,
+    pg_db: Option<String>,
+}
+
+fn args() -> anyhow::Result<Args> {
+    let mut a = Args {
+        url: String::new(),
+        token: String::new(),
+        body: String::new(),
+        concurrency: 16,
+        seconds: 60,
+        warmup: 200,
+        expect_count: None,
+        pid: None,
+        pg_db: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || {
+            it.next()
+                .ok_or_else(|| anyhow::anyhow!("{flag} needs a value"))
+        };
+        match flag.as_str() {
+            "--url" => a.url = value()?,
+            "--token" => a.token = value()?,
+            "--body" => a.body = value()?,
+            "--concurrency" => a.concurrency = value()?.parse()?,
+            "--seconds" => a.seconds = value()?.parse()?,
+            "--warmup" => a.warmup = value()?.parse()?,
+            "--expect-count" => a.expect_count = Some(value()?.parse()?),
+            "--pid" => a.pid = Some(value()?.parse()?),
+            "--pg-db" => a.pg_db = Some(value()?),
+            other => anyhow::bail!("unknown flag {other}"),
+        }
+    }
+    anyhow::ensure!(
+        !a.url.is_empty() && !a.body.is_empty(),
+        "--url and --body are required"
+    );
+    Ok(a)
+}
+
+/// One request; `Err` says what was wrong with the answer.
+async fn one(client: &reqwest::Client, a: &Args) -> Result<(), String> {
+    let resp = client
+        .post(&a.url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-11-25")
+        .bearer_auth(&a.token)
+        .body(a.body.clone())
+        .send()
+        .await
+        .map_err(|e| format!("transport: {e}"))?;
+    let status = resp.status().as_u16();
+    let text = resp.text().await.map_err(|e| format!("body: {e}"))?;
+    if status != 200 {
+        return Err(format!(
+            "HTTP {status}: {}",
+            text.chars().take(200).collect::<String>()
+        ));
+    }
+    let v: Value = serde_json::from_str(&text).map_err(|_| "not JSON".to_owned())?;
+    let result = v.get("result").ok_or_else(|| format!("no result: {v}"))?;
+    if result["isError"] == true {
+        return Err(format!("isError: {}", result["content"][0]["text"]));
+    }
+    if let Some(n) = a.expect_count
+        && result["structuredContent"]["count"].as_u64() != Some(n)
+    {
+        return Err(format!(
+            "count {} != {n}",
+            result["structuredContent"]["count"]
+        ));
+    }
+    Ok(())
+}
+
+fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+}
+
+fn pg_connections(db: &str) -> Option<u64> {
+    let out = std::process::Command::new("psql")
+        .args(["-h", "127.0.0.1", "-U", "postgres", "-qtA", "-c"])
+        .arg(format!(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = '{db}' AND usename = 'mcp_endpoint'"
+        ))
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+}
+
+fn percentile(sorted: &[u64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() - 1) as f64 * p).round() as usize;
+    sorted[i] as f64 / 1000.0
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let a = Arc::new(args()?);
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(a.concurrency)
+        .timeout(Duration::from_secs(35))
+        .build()?;
+    for _ in 0..a.warmup {
+        one(&client, &a)
+            .await
+            .map_err(|e| anyhow::anyhow!("warm-up: {e}"))?;
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let wrong = Arc::new(AtomicU64::new(0));
+    let latencies = Arc::new(Mutex::new(Vec::new()));
+    let first_error = Arc::new(Mutex::new(None::<String>));
+    let started = Instant::now();
+    let mut workers = Vec::new();
+    for _ in 0..a.concurrency {
+        let (client, a, stop, wrong, latencies, first_error) = (
+            client.clone(),
+            a.clone(),
+            stop.clone(),
+            wrong.clone(),
+            latencies.clone(),
+            first_error.clone(),
+        );
+        workers.push(tokio::spawn(async move {
+            let mut mine = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                let t = Instant::now();
+                if let Err(e) = one(&client, &a).await {
+                    wrong.fetch_add(1, Ordering::Relaxed);
+                    first_error.lock().await.get_or_insert(e);
+                }
+                mine.push(t.elapsed().as_micros() as u64);
+            }
+            latencies.lock().await.extend(mine);
+        }));
+    }
+    let mut rss = Vec::new();
+    let mut conns = Vec::new();
+    while started.elapsed() < Duration::from_secs(a.seconds) {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        if let Some(kib) = a.pid.and_then(rss_kib) {
+            rss.push(kib);
+        }
+        if let Some(n) = a.pg_db.as_deref().and_then(pg_connections) {
+            conns.push(n);
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    for w in workers {
+        w.await?;
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let mut l = latencies.lock().await.clone();
+    l.sort_unstable();
+    let wrong = wrong.load(Ordering::Relaxed);
+    println!(
+        "requests {} in {elapsed:.1}s at concurrency {}: {:.0} req/s; latency ms p50 {:.2} p90 {:.2} p99 {:.2} max {:.2}; wrong answers {wrong}",
+        l.len(),
+        a.concurrency,
+        l.len() as f64 / elapsed,
+        percentile(&l, 0.50),
+        percentile(&l, 0.90),
+        percentile(&l, 0.99),
+        percentile(&l, 1.0),
+    );
+    if !rss.is_empty() {
+        let mb = |k: u64| k as f64 / 1024.0;
+        println!(
+            "server RSS MiB: first {:.1} min {:.1} max {:.1} last {:.1}",
+            mb(rss[0]),
+            mb(*rss.iter().min().unwrap_or(&0)),
+            mb(*rss.iter().max().unwrap_or(&0)),
+            mb(*rss.last().unwrap_or(&0))
+        );
+    }
+    if !conns.is_empty() {
+        println!(
+            "database connections of mcp_endpoint: min {} max {} last {}",
+            conns.iter().min().unwrap_or(&0),
+            conns.iter().max().unwrap_or(&0),
+            conns.last().unwrap_or(&0)
+        );
+    }
+    if let Some(e) = first_error.lock().await.as_ref() {
+        println!("first wrong answer: {e}");
+    }
+    if wrong > 0 {
+        std::process::exit(1);
+    }
+    Ok(())
+}

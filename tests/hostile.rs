@@ -295,3 +295,93 @@ async fn stored_text_that_poses_as_instructions_is_flagged_as_data() {
         }
     }
 }
+
+#[tokio::test]
+async fn envelope_classes_each_get_their_error() {
+    let ping = |id: &str| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
+    let keys: String = (0..50_000).map(|i| format!(r#""k{i}":{i},"#)).collect();
+    for (body, status, code) in [
+        // D-3: the version member must be exactly "2.0".
+        (
+            r#"{"jsonrpc":"2.1","id":1,"method":"ping"}"#.to_owned(),
+            400,
+            Some(-32600),
+        ),
+        (
+            r#"{"jsonrpc":2.0,"id":1,"method":"ping"}"#.to_owned(),
+            400,
+            Some(-32600),
+        ),
+        (r#"{"id":1,"method":"ping"}"#.to_owned(), 400, Some(-32600)),
+        // D-6, D-7: no method, a method that is not a string, an empty one.
+        (r#"{"jsonrpc":"2.0","id":1}"#.to_owned(), 400, Some(-32600)),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":5}"#.to_owned(),
+            400,
+            Some(-32600),
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":""}"#.to_owned(),
+            200,
+            Some(-32601),
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":"foo/bar"}"#.to_owned(),
+            200,
+            Some(-32601),
+        ),
+        // D-12: extra members are ignored.
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping","foo":1}"#.to_owned(),
+            200,
+            None,
+        ),
+        // D-5: ids are echoed exactly, past what a float can hold.
+        (ping("9007199254740993"), 200, None),
+        (ping("\"\""), 200, None),
+        // D-13: a huge number; 50 000 keys (under the 1 MiB body cap).
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":1e400}}"#.to_owned(),
+            400,
+            Some(-32700),
+        ),
+        (
+            format!(r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{{keys}"z":0}}}}"#),
+            200,
+            None,
+        ),
+        // A-17: a notification is accepted and nothing answers it, not even a tool call.
+        (
+            r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"test_simple_text"}}"#
+                .to_owned(),
+            202,
+            None,
+        ),
+    ] {
+        let a = raw(body.clone(), &[("mcp-protocol-version", "2025-11-25")]).await;
+        assert_hygienic(&a, &body[..body.len().min(80)]);
+        assert_eq!(
+            (a.status, a.error_code()),
+            (status, code),
+            "{}: {a:?}",
+            &body[..body.len().min(80)]
+        );
+        if body.contains("9007199254740993") {
+            assert!(String::from_utf8_lossy(&a.raw).contains(r#""id":9007199254740993"#));
+        }
+    }
+}
+
+#[tokio::test]
+async fn compressed_bodies_are_not_decompressed_and_sessions_do_not_authenticate() {
+    // A-9: the body is read as it came; a gzip bomb is just bytes that are not JSON.
+    let gzip = vec![0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x03];
+    let a = raw(gzip, &[("content-encoding", "gzip")]).await;
+    assert_hygienic(&a, "gzip");
+    assert_eq!((a.status, a.error_code()), (400, Some(-32700)));
+    // A-13: a session id, guessed or stolen, is no credential.
+    let app = crate::authkit::app();
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+    let a = send(&app, post(body, &[("mcp-session-id", "3f9c0d1e-guessed")])).await;
+    assert_eq!(a.status, 401, "{a:?}");
+}

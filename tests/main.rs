@@ -3,6 +3,8 @@
 
 // Test helpers may panic: a panic is how a test reports a broken precondition.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+// Fixtures are multi-statement SQL written here, run as the administrator.
+#![allow(clippy::disallowed_methods)]
 
 mod auth;
 mod authkit;

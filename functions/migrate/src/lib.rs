@@ -38,12 +38,14 @@ pub async fn deploy(
             "the endpoint secret names role {:?}; the migrations create mcp_endpoint",
             secret.username
         );
-        // ALTER ROLE takes no bind parameters: the password goes in as a quoted literal.
+        // ALTER ROLE takes no bind parameters: the password goes in as a quoted literal, and
+        // through the extended protocol, which runs exactly one statement whatever the text.
         let literal = format!("'{}'", secret.password.replace('\'', "''"));
         admin
-            .batch_execute(&format!(
-                "ALTER ROLE mcp_endpoint WITH LOGIN PASSWORD {literal}"
-            ))
+            .execute(
+                &format!("ALTER ROLE mcp_endpoint WITH LOGIN PASSWORD {literal}"),
+                &[],
+            )
             .await?;
         endpoint_password_set = true;
     }

@@ -379,6 +379,9 @@ impl Db {
     /// # Errors
     ///
     /// The first refused command.
+    // PgBouncer's admin console speaks only the simple protocol; its commands are fixed by
+    // the caller (operators, tests), never request input.
+    #[allow(clippy::disallowed_methods)]
     pub async fn admin_console(&self, commands: &[&str]) -> Result<(), DbError> {
         let client = self.connect_unchecked().await?;
         for command in commands {

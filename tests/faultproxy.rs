@@ -4,7 +4,9 @@
 //! Faults: `blackhole` (bytes are accepted and held, nothing is delivered either way, as
 //! when a network path or a proxy hangs; released when the blackhole lifts), `reset`
 //! (every open connection is dropped at once) and `down` (new connections are closed as
-//! soon as they arrive, as when the service behind is stopped). `live()` counts open connections, so a test
+//! soon as they arrive, as when the service behind is stopped), `latency` (every chunk is
+//! delayed, both ways) and `cut_after` (a new connection's server-to-client stream is closed
+//! after that many bytes, as when a path dies mid-result). `live()` counts open connections, so a test
 //! can show that nothing leaks.
 
 use std::sync::Arc;
@@ -22,6 +24,8 @@ pub(crate) struct FaultProxy {
     live: Arc<AtomicUsize>,
     down: Arc<AtomicBool>,
     accepted: Arc<AtomicUsize>,
+    latency_ms: Arc<AtomicUsize>,
+    cut_after: Arc<AtomicUsize>,
     accept: tokio::task::JoinHandle<()>,
 }
 
@@ -35,8 +39,11 @@ impl FaultProxy {
         let live = Arc::new(AtomicUsize::new(0));
         let down = Arc::new(AtomicBool::new(false));
         let accepted = Arc::new(AtomicUsize::new(0));
+        let latency_ms = Arc::new(AtomicUsize::new(0));
+        let cut_after = Arc::new(AtomicUsize::new(usize::MAX));
         let (hole, resets, count) = (blackhole.clone(), reset.clone(), live.clone());
         let (is_down, seen) = (down.clone(), accepted.clone());
+        let (delay, cut) = (latency_ms.clone(), cut_after.clone());
         let accept = tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
                 seen.fetch_add(1, Ordering::SeqCst);
@@ -49,13 +56,15 @@ impl FaultProxy {
                 };
                 let (hole, mut reset_rx) = (hole.subscribe(), resets.subscribe());
                 let count = count.clone();
+                let delay = delay.clone();
+                let limit = cut.load(Ordering::SeqCst);
                 count.fetch_add(1, Ordering::SeqCst);
                 tokio::spawn(async move {
                     let (cr, cw) = client.into_split();
                     let (sr, sw) = server.into_split();
                     let mut pumps = JoinSet::new();
-                    pumps.spawn(pump(cr, sw, hole.clone()));
-                    pumps.spawn(pump(sr, cw, hole));
+                    pumps.spawn(pump(cr, sw, hole.clone(), delay.clone(), usize::MAX));
+                    pumps.spawn(pump(sr, cw, hole, delay, limit));
                     tokio::select! {
                         // Either side closing ends the connection, as a real proxy would.
                         _ = pumps.join_next() => {}
@@ -73,8 +82,21 @@ impl FaultProxy {
             live,
             down,
             accepted,
+            latency_ms,
+            cut_after,
             accept,
         }
+    }
+
+    /// Delays every chunk by `ms` milliseconds, both ways (0: no delay).
+    pub(crate) fn latency(&self, ms: usize) {
+        self.latency_ms.store(ms, Ordering::SeqCst);
+    }
+
+    /// Connections made from now on close their server-to-client stream after `bytes`
+    /// (`usize::MAX`: never).
+    pub(crate) fn cut_after(&self, bytes: usize) {
+        self.cut_after.store(bytes, Ordering::SeqCst);
     }
 
     /// Closes new connections at once (`true`), as when the service behind is stopped, or
@@ -115,6 +137,8 @@ async fn pump(
     mut from: tokio::net::tcp::OwnedReadHalf,
     mut to: tokio::net::tcp::OwnedWriteHalf,
     mut hole: watch::Receiver<bool>,
+    delay: Arc<AtomicUsize>,
+    mut budget: usize,
 ) {
     let mut buf = vec![0u8; 16 * 1024];
     loop {
@@ -128,7 +152,16 @@ async fn pump(
         if hole.wait_for(|on| !on).await.is_err() {
             return;
         }
+        let ms = delay.load(Ordering::SeqCst);
+        if ms > 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(ms as u64)).await;
+        }
+        let n = n.min(budget);
         if to.write_all(&buf[..n]).await.is_err() {
+            return;
+        }
+        budget -= n;
+        if budget == 0 {
             return;
         }
     }

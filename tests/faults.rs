@@ -168,3 +168,65 @@ async fn secrets_manager_down_at_cold_start_is_retryable_and_recovers() {
         5
     );
 }
+
+#[tokio::test]
+async fn a_slow_network_is_bounded_by_the_deadline_and_a_cut_stream_by_one_retry() {
+    let db = fixture().await;
+    let proxy = FaultProxy::start(pgbouncer().0).await;
+    let store = db.store_via("mcp_endpoint", proxy.port, Duration::from_millis(800));
+    let (app, _) = app_with_budget(store, 256 * 1024);
+    let acme = token(Some("acme"));
+    assert_eq!(
+        ok(&call(&app, &acme, "query_events", json!({})).await)["count"],
+        5
+    );
+
+    // G-7: 300 ms per chunk each way: the five round trips of a read cannot fit 800 ms.
+    proxy.latency(300);
+    let started = Instant::now();
+    let a = call(&app, &acme, "query_events", json!({})).await;
+    assert_eq!(
+        a.result()["structuredContent"]["code"],
+        "deadline_exceeded",
+        "{a:?}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_millis(800 + 250 + 400),
+        "{:?}",
+        started.elapsed()
+    );
+    proxy.latency(0);
+    assert_eq!(
+        ok(&call(&app, &acme, "query_events", json!({})).await)["count"],
+        5
+    );
+
+    // G-8: new connections die after 6 KB from the server, mid-result (the TLS handshake
+    // fits, a page with payloads does not): the read is retried once, then the caller is
+    // told to retry; never a partial page.
+    proxy.cut_after(6 * 1024);
+    proxy.reset();
+    let big = json!({"include_payload": true, "limit": 500});
+    db.admin
+        .batch_execute(
+            "INSERT INTO events (tenant_id, entity_id, entity_type, event_type, severity, occurred_at, tags, payload, structured)
+             SELECT 'acme', 'svc-bulk', 'service', 'alert.fired', 2, '2026-11-05T00:00:00Z'::timestamptz + (g || ' s')::interval,
+                    '{}', jsonb_build_object('text', repeat('p', 500)), '{}'
+             FROM generate_series(1, 100) g",
+        )
+        .await
+        .unwrap();
+    let a = call(&app, &acme, "query_events", big.clone()).await;
+    let m = tool_error(&a);
+    assert!(m.contains("unreachable") && m.contains("Retry"), "{m}");
+    proxy.cut_after(usize::MAX);
+    assert_eq!(
+        ok(&call(&app, &acme, "query_events", big).await)["count"],
+        105
+    );
+    assert!(
+        eventually(Duration::from_secs(5), || async { proxy.live() == 1 }).await,
+        "{}",
+        proxy.live()
+    );
+}

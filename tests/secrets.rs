@@ -71,7 +71,7 @@ pub(crate) fn db_with_secret(
     })
 }
 
-async fn count_acme(db: &Db) -> Result<i64, DbError> {
+pub(crate) async fn count_acme(db: &Db) -> Result<i64, DbError> {
     db.read("acme", Instant::now() + Duration::from_secs(5), |tx| {
         Box::pin(async move {
             Ok(tx.query("SELECT count(*) FROM events", &[]).await?[0].get::<_, i64>(0))

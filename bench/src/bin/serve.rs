@@ -63,10 +63,7 @@ async fn main() -> anyhow::Result<()> {
     let timeout_ms: u64 = std::env::var("FUNCTION_TIMEOUT_MS").map_or(Ok(29_000), |v| v.parse())?;
     let mut apps = Vec::with_capacity(count);
     for _ in 0..count {
-        let config = mcp::Config::from_env()?;
-        let server =
-            mcp::production_server(Some(mcp::store_from_env().await?), config.response_budget)?;
-        apps.push(Mutex::new(mcp::App::new(config, server)));
+        apps.push(Mutex::new(mcp::app_from_env().await?));
     }
     let sandboxes = Arc::new(Sandboxes {
         apps,

@@ -76,11 +76,11 @@ impl App {
             principal = trace.principal.as_deref(),
             duration_ms,
             response_bytes = bytes,
-            rows = call.and_then(|c| c.rows),
-            truncated = call.map(|c| c.truncated),
+            rows = call.and_then(|c| c.stats.rows),
+            truncated = call.map(|c| c.stats.truncated),
             tool.is_error = call.map(|c| c.is_error),
             over_budget = call.map(|c| c.over_budget),
-            deadline.phase = call.and_then(|c| c.deadline_phase),
+            deadline.phase = call.and_then(|c| c.stats.deadline_phase),
             auth_denied = trace.auth_denied,
             "request"
         );
@@ -119,8 +119,9 @@ pub fn production_server(
 }
 
 /// The event store from `DATABASE_URL` or `DB_SECRET_ID` (+ `DB_SSLMODE`, `DB_CA_FILE`, ...),
-/// `CURSOR_SIGNING_KEY` (or `CURSOR_SIGNING_KEY_SECRET_ID`) and `TOOL_STATEMENT_TIMEOUT_MS`. Nothing is connected or fetched yet:
-/// the first tool call does that.
+/// `CURSOR_SIGNING_KEY` (or `CURSOR_SIGNING_KEY_SECRET_ID`, read here, once) and
+/// `TOOL_STATEMENT_TIMEOUT_MS`. The database is not connected yet, nor its secret read: the
+/// first tool call does that.
 ///
 /// # Errors
 ///
@@ -159,6 +160,19 @@ pub async fn store_from_env() -> anyhow::Result<Arc<Store>> {
         cursor_key: CursorKey::new(key)?,
         statement_timeout,
     }))
+}
+
+/// The app as the function serves it, from the environment: configuration, the event store,
+/// the tools. Shared by the Lambda `main` and `bench/serve`, so what is measured is what is
+/// deployed.
+///
+/// # Errors
+///
+/// Names the missing or malformed variable, or the secret that could not be read.
+pub async fn app_from_env() -> anyhow::Result<App> {
+    let config = Config::from_env()?;
+    let server = production_server(Some(store_from_env().await?), config.response_budget)?;
+    Ok(App::new(config, server))
 }
 
 /// Runs the Lambda runtime loop with `app` as the handler.

@@ -61,12 +61,12 @@ pub(crate) fn emf(
                     ]
                 }]
             },
-            "Tool": call.tool_label(),
+            "Tool": tool_label(call),
             "Latency": latency_ms,
-            "Rows": call.rows.unwrap_or(0),
+            "Rows": call.stats.rows.unwrap_or(0),
             "ResponseBytes": response_bytes,
-            "Truncated": count(call.truncated),
-            "DeadlineExceeded": count(call.deadline_phase.is_some()),
+            "Truncated": count(call.stats.truncated),
+            "DeadlineExceeded": count(call.stats.deadline_phase.is_some()),
             "OverBudget": count(call.over_budget),
             "ToolErrors": count(call.is_error),
             "AuthDenied": count(trace.auth_denied),
@@ -89,16 +89,10 @@ pub(crate) fn emf(
 
 /// A tool name as a metric dimension: names are checked at registration, but a refused
 /// call can name anything, and dimension values must stay few and short.
-trait ToolLabel {
-    fn tool_label(&self) -> &str;
-}
-
-impl ToolLabel for CallRecord {
-    fn tool_label(&self) -> &str {
-        if self.known_tool {
-            &self.tool
-        } else {
-            "(unknown)"
-        }
+fn tool_label(call: &CallRecord) -> &str {
+    if call.known_tool {
+        &call.tool
+    } else {
+        "(unknown)"
     }
 }

@@ -10,7 +10,6 @@
 use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
@@ -21,14 +20,13 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::{DbError, TlsMode, tls};
 
-/// Sends `token`'s cancel request to `host:port` and waits, at most `wait`, for the peer to
-/// close the connection (the sign that the request was taken).
+/// Sends `token`'s cancel request to `host:port` and waits for the peer to close the
+/// connection (the sign that the request was taken). Unbounded: the caller bounds it.
 pub(crate) async fn send(
     token: &CancelToken,
     host: &str,
     port: u16,
     mode: &TlsMode,
-    wait: Duration,
 ) -> Result<(), DbError> {
     let io = |e: io::Error| DbError::Tls(format!("cancel request: {e}"));
     let socket = TcpStream::connect((host, port)).await.map_err(io)?;
@@ -42,7 +40,7 @@ pub(crate) async fn send(
                 .await
                 .map_err(DbError::Query)?;
             let mut stream = returned.await.map_err(lost)?;
-            drain(&mut stream, wait).await;
+            drain(&mut stream).await;
         }
         TlsMode::VerifyFull { roots } => {
             let mut make = tls::connector(roots)?;
@@ -60,19 +58,16 @@ pub(crate) async fn send(
                 .await
                 .map_err(DbError::Query)?;
             let mut stream = returned.await.map_err(lost)?;
-            drain(&mut stream, wait).await;
+            drain(&mut stream).await;
         }
     }
     Ok(())
 }
 
-/// Reads until the peer closes, or `wait` passes.
-async fn drain<S: AsyncRead + Unpin>(stream: &mut S, wait: Duration) {
+/// Reads until the peer closes (or the read fails).
+async fn drain<S: AsyncRead + Unpin>(stream: &mut S) {
     let mut sink = [0u8; 64];
-    let _ = tokio::time::timeout(wait, async {
-        while matches!(stream.read(&mut sink).await, Ok(n) if n > 0) {}
-    })
-    .await;
+    while matches!(stream.read(&mut sink).await, Ok(n) if n > 0) {}
 }
 
 /// A stream that ignores `shutdown` and goes back through `back` when dropped.

@@ -292,11 +292,10 @@ impl Db {
                     Err(_) => {
                         // The server's timeout did not answer in time: the network or the proxy
                         // is stuck, or a statement disabled its timeout. Ask the server to cancel
-                        // (bounded: the answer to our caller must not wait for it), and drop the
-                        // connection, whose protocol state is now unknown.
-                        // Cancel first, close after: a proxy forgets a closed client's
-                        // cancel key, and a backend busy in a statement does not notice
-                        // its socket going away.
+                        // (bounded: the answer to our caller must not wait for it), then drop the
+                        // connection, whose protocol state is now unknown. In that order: a proxy
+                        // forgets a closed client's cancel key, and a backend busy in a statement
+                        // does not notice its socket going away.
                         self.cancel(&client.cancel_token(), conn.target.as_ref())
                             .await;
                         conn.client = None;
@@ -322,11 +321,11 @@ impl Db {
     /// [`CANCEL_WAIT`]. Best effort: failures are logged, never returned.
     async fn cancel(&self, token: &tokio_postgres::CancelToken, target: Option<&(String, u16)>) {
         let Some((host, port)) = target else { return };
-        let sending = cancel::send(token, host, *port, &self.config.tls, CANCEL_WAIT);
+        let sending = cancel::send(token, host, *port, &self.config.tls);
         match tokio::time::timeout(CANCEL_WAIT, sending).await {
             Ok(Ok(())) => tracing::info!("sent a cancel request for a statement past its deadline"),
             Ok(Err(e)) => tracing::warn!(error = %e, "cancel request failed"),
-            Err(_) => tracing::warn!("cancel request timed out"),
+            Err(_) => tracing::warn!("cancel request unconfirmed within its wait"),
         }
     }
 

@@ -5,6 +5,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 
+use crate::registry::CallStats;
 use crate::version::ProtocolVersion;
 
 /// The authenticated caller. Filled in by the HTTP layer from the verified token; the
@@ -66,11 +67,10 @@ pub struct CallRecord {
     pub known_tool: bool,
     /// The result was an `isError` result (or the call was refused as one).
     pub is_error: bool,
-    pub rows: Option<u64>,
-    pub truncated: bool,
-    pub deadline_phase: Option<&'static str>,
     /// The result was over the response budget and replaced.
     pub over_budget: bool,
+    /// What the tool body reported about its run.
+    pub stats: CallStats,
 }
 
 /// A shared slot for the one [`CallRecord`] of a request (a batch holds at most one call).

@@ -21,9 +21,9 @@ pub mod version;
 pub use context::{CallRecord, Caller, RequestContext};
 pub use error::RpcError;
 pub use registry::{
-    BoxFuture, ByteCounter, CallStats, CallToolResult, Completions, DEFAULT_TOOL_MAX_DURATION,
-    InputRequired, Outcome, Owner, Prompts, RegistryError, Resources, ToolAnnotations, ToolDef,
-    ToolError, Tools, structured_cost,
+    BoxFuture, CallStats, CallToolResult, Completions, DEFAULT_TOOL_MAX_DURATION, InputRequired,
+    Outcome, Owner, Prompts, RegistryError, Resources, ToolAnnotations, ToolDef, ToolError, Tools,
+    structured_cost,
 };
 pub use server::{CacheHints, HeaderField, Incoming, Reply, Server, ServerBuilder};
 pub use version::ProtocolVersion;

@@ -126,14 +126,32 @@ impl CallToolResult {
 /// characters left to escape). Tools that fill a list up to the response budget add this
 /// per item.
 pub fn structured_cost(value: &Value) -> usize {
-    let text = value.to_string();
-    let escapes = text.bytes().filter(|b| matches!(b, b'"' | b'\\')).count();
-    text.len() * 2 + escapes
+    /// Counts the text and the bytes a JSON string of it would escape, without keeping it.
+    #[derive(Default)]
+    struct Cost {
+        bytes: usize,
+        escapes: usize,
+    }
+    impl std::io::Write for Cost {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.bytes += buf.len();
+            self.escapes += buf.iter().filter(|b| matches!(b, b'"' | b'\\')).count();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut cost = Cost::default();
+    if serde_json::to_writer(&mut cost, value).is_err() {
+        return usize::MAX;
+    }
+    cost.bytes * 2 + cost.escapes
 }
 
 /// An `io::Write` that only counts: measures serialised size without a buffer.
 #[derive(Default)]
-pub struct ByteCounter(pub usize);
+pub(crate) struct ByteCounter(pub(crate) usize);
 
 impl std::io::Write for ByteCounter {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {

@@ -725,9 +725,7 @@ impl Server {
         tracing::info!(tool.name = %p.name, caller = ctx.caller.subject_hash.as_deref().unwrap_or("-"), "tool call");
         match tool.call(args, ctx).await {
             Ok(Outcome::Complete(result)) => {
-                record.rows = result.stats.rows;
-                record.truncated = result.stats.truncated;
-                record.deadline_phase = result.stats.deadline_phase;
+                record.stats = result.stats.clone();
                 if !result.is_error && !tool.output_conforms(result.structured_content.as_ref()) {
                     // "Servers MUST provide structured results that conform to this schema":
                     // a non-conforming result is our bug, never the client's problem.
@@ -742,8 +740,7 @@ impl Server {
             Ok(Outcome::InputRequired(ir)) => self.input_required(ir, &version),
             Err(ToolError::Execution(message)) => Ok(to_value(&CallToolResult::error(message))),
             Err(ToolError::Detailed(result)) => {
-                record.deadline_phase = result.stats.deadline_phase;
-                record.rows = result.stats.rows;
+                record.stats = result.stats.clone();
                 Ok(to_value(&result))
             }
             Err(e) => Err(body_error(e, "tools/call", &p.name)),

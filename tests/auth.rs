@@ -744,6 +744,29 @@ async fn a_rotated_key_is_picked_up_by_one_refresh() {
 }
 
 #[tokio::test]
+async fn a_remembered_token_is_refused_once_its_key_is_rotated_out() {
+    let k = keys();
+    let issuer = JwksServer::start(Mode::Serve(jwks(&[&k.rsa]))).await;
+    let app = app_with(auth_config(issuer.remote(|r| {
+        r.ttl = std::time::Duration::ZERO;
+        r.refresh_min_interval = std::time::Duration::ZERO;
+    })));
+    let token = k.rsa.sign(&claims());
+    for _ in 0..2 {
+        let a = with_token(&app, &token, &tools_list()).await;
+        assert_eq!(a.status, 200, "{a:?}");
+    }
+    // The verifier remembers the token, but not past a change of the issuer's keys.
+    issuer.set(Mode::Serve(jwks(&[&k.rsa_next])));
+    let a = with_token(&app, &token, &tools_list()).await;
+    assert_invalid_token(
+        &a,
+        "the token was signed by an unknown key",
+        "a remembered token whose key was rotated out",
+    );
+}
+
+#[tokio::test]
 async fn stale_keys_serve_while_the_issuer_is_down_then_fail_closed() {
     let k = keys();
     let issuer = JwksServer::start(Mode::Serve(jwks(&[&k.rsa]))).await;

@@ -23,6 +23,9 @@ use mcp_protocol::{CallToolResult, Outcome, Server, ToolDef, Tools};
 use serde_json::{Value, json};
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 
+// Counted on the system allocator (stats_alloc can only wrap it in a static on stable
+// Rust): allocation counts do not depend on the allocator; times here are glibc's, where
+// the deployed function uses mimalloc (functions/mcp/src/main.rs).
 #[global_allocator]
 static GLOBAL: &StatsAlloc<std::alloc::System> = &INSTRUMENTED_SYSTEM;
 

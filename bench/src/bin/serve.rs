@@ -21,6 +21,10 @@ use lambda_http::RequestExt;
 use tokio::net::TcpListener;
 use tokio::sync::Mutex;
 
+/// The deployed function's allocator (functions/mcp/src/main.rs).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 struct Sandboxes {
     apps: Vec<Mutex<mcp::App>>,
     next: AtomicUsize,

@@ -1,5 +1,12 @@
 //! Cold start: configuration, the engine, then the runtime loop.
 
+/// A tools/call builds and serialises a tree of small JSON values per request; glibc's
+/// malloc took about a fifth of the handler's CPU under load (perf, `bench/run`), mimalloc
+/// a tenth of that. Every binary that serves or measures this handler (bench's `serve`,
+/// `floor` and `hot_path`) declares the same allocator.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
     mcp::init_tracing();

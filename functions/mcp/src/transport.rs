@@ -416,7 +416,9 @@ impl Rejection {
 }
 
 fn json_response(status: StatusCode, body: &Value) -> Response<Body> {
-    let mut response = Response::new(Body::Text(body.to_string()));
+    // Not `body.to_string()`: Display formats through `fmt::Write` a token at a time, and
+    // replies can be hundreds of KiB. Serialising a `Value` cannot fail.
+    let mut response = Response::new(Body::Text(serde_json::to_string(body).unwrap_or_default()));
     *response.status_mut() = status;
     response
         .headers_mut()

@@ -37,12 +37,8 @@ async fn endpoint_secret() -> anyhow::Result<Option<mcp_db::DbSecret>> {
     let Ok(secret_id) = std::env::var("DB_SECRET_ID") else {
         return Ok(None);
     };
-    let aws = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
-    let source = mcp_db::SecretSource::new(
-        aws_sdk_secretsmanager::Client::new(&aws),
-        secret_id,
-        Duration::ZERO,
-    );
+    let source =
+        mcp_db::SecretSource::new(mcp_db::secrets_client().await, secret_id, Duration::ZERO);
     Ok(Some(source.get(true, Duration::from_secs(10)).await?))
 }
 

@@ -1,5 +1,7 @@
 //! Turning a bearer token into a principal.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
@@ -12,7 +14,13 @@ use crate::claims::{Claims, clean_identifier, scopes};
 use crate::config::{AudienceBinding, AuthConfig};
 use crate::error::AuthError;
 use crate::json::has_unique_keys;
+use crate::keys::Key;
 use crate::source::KeySource;
+
+/// How many verified tokens a sandbox remembers. A Lambda sandbox serves one caller's
+/// requests after another, typically with one or a few tokens; past this the memory is
+/// dropped and rebuilt rather than managed.
+const REMEMBERED_TOKENS: usize = 64;
 
 /// Who is calling, from a verified token.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,12 +47,35 @@ pub(crate) fn hash_subject(subject: &str) -> String {
 pub struct Verifier {
     config: AuthConfig,
     keys: KeySource,
+    verified: Mutex<HashMap<Box<str>, Verified>>,
+}
+
+/// A token that passed every check, and what is needed to re-check the parts that change
+/// with time or with the issuer's keys.
+struct Verified {
+    kid: String,
+    /// The exact key the signature was verified with.
+    key: Arc<Key>,
+    exp: u64,
+    nbf: Option<u64>,
+    principal: Principal,
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
 }
 
 impl Verifier {
     pub fn new(config: AuthConfig) -> Self {
         let keys = KeySource::new(&config.keys, &config.issuer, &config.algorithms);
-        Self { config, keys }
+        Self {
+            config,
+            keys,
+            verified: Mutex::new(HashMap::new()),
+        }
     }
 
     pub fn config(&self) -> &AuthConfig {
@@ -67,6 +98,59 @@ impl Verifier {
         if token.len() > self.config.max_token_bytes {
             return Err(AuthError::TooLarge);
         }
+        if let Some(principal) = self.remembered(token, deadline).await {
+            return Ok(principal);
+        }
+        let verified = self.verify_fully(token, deadline).await?;
+        let principal = verified.principal.clone();
+        if let Ok(mut remembered) = self.verified.lock() {
+            if remembered.len() >= REMEMBERED_TOKENS {
+                let now = now_secs();
+                remembered.retain(|_, v| v.exp > now);
+                if remembered.len() >= REMEMBERED_TOKENS {
+                    remembered.clear();
+                }
+            }
+            remembered.insert(token.into(), verified);
+        }
+        Ok(principal)
+    }
+
+    /// The caller of a token this verifier has already accepted, without the signature
+    /// check (an RSA verification is most of the cost of a small request), if and only if
+    /// the token is still acceptable: the same bytes, not expired and not before its `nbf`
+    /// now, and the issuer's current key for its `kid` is the very key that verified it
+    /// (any JWKS refresh replaces the keys, so a rotated-out or replaced key forces a full
+    /// check). Everything else a full check looks at is fixed by the token's bytes and this
+    /// verifier's configuration. The same idea as Envoy's `jwt_cache_config`.
+    async fn remembered(&self, token: &str, deadline: Option<Instant>) -> Option<Principal> {
+        let (kid, key) = {
+            let remembered = self.verified.lock().ok()?;
+            let v = remembered.get(token)?;
+            let now = now_secs();
+            let leeway = self.config.leeway.as_secs();
+            if now > v.exp.saturating_add(leeway)
+                || v.nbf.is_some_and(|nbf| nbf > now.saturating_add(leeway))
+            {
+                return None;
+            }
+            (v.kid.clone(), v.key.clone())
+        };
+        // Looked up as for a new token: a stale key cache refreshes here as it would.
+        let current = self.keys.key(&kid, deadline).await.ok()?;
+        if !Arc::ptr_eq(&current, &key) {
+            return None;
+        }
+        let remembered = self.verified.lock().ok()?;
+        remembered.get(token).map(|v| v.principal.clone())
+    }
+
+    /// Every check, from the token's bytes.
+    async fn verify_fully(
+        &self,
+        token: &str,
+        deadline: Option<Instant>,
+    ) -> Result<Verified, AuthError> {
         let segments: Vec<&str> = token.split('.').collect();
         let [header_b64, payload_b64, _signature] = segments[..] else {
             return Err(AuthError::Malformed);
@@ -129,6 +213,7 @@ impl Verifier {
         let claims = decode::<Claims>(token, &key.decoding, &validation)
             .map_err(|e| map_error(e.kind()))?
             .claims;
+        let nbf = claims.other.get("nbf").and_then(serde_json::Value::as_u64);
 
         if claims.iss != self.config.issuer {
             return Err(AuthError::WrongIssuer);
@@ -153,10 +238,7 @@ impl Verifier {
                 }
             }
         }
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0);
+        let now = now_secs();
         let leeway = self.config.leeway.as_secs();
         let max_lifetime = self.config.max_lifetime.as_secs();
         // `exp = u64::MAX` passes the library's checks: bound lifetimes ourselves.
@@ -186,10 +268,16 @@ impl Verifier {
             ),
             None => self.config.default_tenant.clone(),
         };
-        Ok(Principal {
-            subject,
-            tenant,
-            scopes: scopes(&claims),
+        Ok(Verified {
+            kid: kid.to_owned(),
+            key,
+            exp: claims.exp,
+            nbf,
+            principal: Principal {
+                subject,
+                tenant,
+                scopes: scopes(&claims),
+            },
         })
     }
 }
@@ -210,5 +298,87 @@ fn map_error(kind: &ErrorKind) -> AuthError {
         // Json covers claims of the wrong type for our typed struct.
         ErrorKind::Json(_) => AuthError::InvalidClaims,
         _ => AuthError::Malformed,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn verifier() -> Verifier {
+        let jwks = include_str!("../../../dev/jwks.json");
+        let config = AuthConfig::from_lookup(|name| match name {
+            "AUTH_ISSUER" => Some("https://issuer.test".into()),
+            "MCP_RESOURCE_URL" => Some("https://mcp.test/mcp".into()),
+            "AUTH_JWKS_JSON" => Some(jwks.into()),
+            "AUTH_LEEWAY_SECS" => Some("0".into()),
+            _ => None,
+        })
+        .unwrap()
+        .unwrap();
+        Verifier::new(config)
+    }
+
+    fn principal() -> Principal {
+        Principal {
+            subject: "alice".into(),
+            tenant: None,
+            scopes: vec![],
+        }
+    }
+
+    /// Plants a remembered entry for a token no full check would accept, so a success can
+    /// only come from memory and a refusal shows memory was not trusted.
+    async fn plant(v: &Verifier, token: &str, exp: u64, nbf: Option<u64>, key: Option<Arc<Key>>) {
+        let kid = "dev-rs256-1";
+        let key = match key {
+            Some(key) => key,
+            None => v.keys.key(kid, None).await.unwrap(),
+        };
+        v.verified.lock().unwrap().insert(
+            token.into(),
+            Verified {
+                kid: kid.into(),
+                key,
+                exp,
+                nbf,
+                principal: principal(),
+            },
+        );
+    }
+
+    #[tokio::test]
+    async fn a_remembered_token_is_accepted_only_while_valid_and_under_the_same_key() {
+        let v = verifier();
+        let now = now_secs();
+        plant(&v, "fresh.token.x", now + 300, None, None).await;
+        assert_eq!(v.verify("fresh.token.x", None).await, Ok(principal()));
+
+        plant(&v, "expired.token.x", now - 1, None, None).await;
+        assert!(v.verify("expired.token.x", None).await.is_err());
+
+        plant(&v, "early.token.x", now + 300, Some(now + 60), None).await;
+        assert!(v.verify("early.token.x", None).await.is_err());
+
+        // Same kid, but not the key object the issuer's key source holds now (as after a
+        // JWKS refresh): verified again from scratch, which this token cannot pass.
+        let other = crate::keys::KeySet::from_json(
+            include_bytes!("../../../dev/jwks.json"),
+            &[jsonwebtoken::Algorithm::RS256],
+        )
+        .unwrap()
+        .get("dev-rs256-1");
+        plant(&v, "rekeyed.token.x", now + 300, None, other).await;
+        assert!(v.verify("rekeyed.token.x", None).await.is_err());
+
+        // A token is remembered by its exact bytes.
+        assert!(v.verify("fresh.token.y", None).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn refused_tokens_are_never_remembered() {
+        let v = verifier();
+        assert!(v.verify("not.a.token", None).await.is_err());
+        assert!(v.verified.lock().unwrap().is_empty());
     }
 }

@@ -92,8 +92,7 @@ impl DbConfig {
                             .map_err(|_| DbConfigError::Invalid("DB_SECRET_TTL_SECS", v.clone()))?,
                     ),
                 };
-                let aws = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
-                let client = aws_sdk_secretsmanager::Client::new(&aws);
+                let client = crate::secrets_client().await;
                 let endpoint = Endpoint {
                     host: get("DB_HOST"),
                     port,

@@ -38,7 +38,7 @@ use tokio_postgres::{Client, Row};
 pub use config::{Credentials, DbConfig, DbConfigError, TlsMode};
 pub use migrate::{MIGRATIONS, migrate};
 pub use rustls::pki_types::CertificateDer;
-pub use secret::{DbSecret, Endpoint, SecretSource, read_plain_secret};
+pub use secret::{DbSecret, Endpoint, SecretSource, read_plain_secret, secrets_client};
 pub use tls::parse_roots;
 
 /// A boxed future borrowing a transaction.
@@ -268,22 +268,32 @@ impl Db {
             };
             let timeout_ms = server_budget.as_millis().max(1).to_string();
             let transaction = async {
-                let run = |sql: &'static str| client.query_typed(sql, &[]);
-                run("BEGIN READ ONLY").await.map_err(DbError::from_query)?;
+                let settings: [Param<'_>; 2] = [(&tenant, Type::TEXT), (&timeout_ms, Type::TEXT)];
+                let begin = client.query_typed("BEGIN READ ONLY", &[]);
+                let setup = client.query_typed(
+                    // All three are transaction-local (is_local = true): nothing outlives
+                    // this transaction on a pooled server connection. A lock wait counts
+                    // against the same budget as the statement itself.
+                    "SELECT set_config('app.tenant_id', $1, true), \
+                            set_config('statement_timeout', $2, true), \
+                            set_config('lock_timeout', $2, true)",
+                    &settings,
+                );
+                // Pipelined: the driver sends each request when its future is first polled,
+                // and join polls them in order, so BEGIN, the settings and the body's first
+                // statement leave in one flight and the server runs them in that order (one
+                // round trip to the proxy instead of three). Safe through a transaction-mode
+                // pooler: from BEGIN on the server connection is held until COMMIT. If BEGIN
+                // or the settings fail, the statements after them fail too ("current
+                // transaction is aborted"), so the first failure is the one reported.
+                let (begun, set, value) = tokio::join!(begin, setup, body(Tx { client }));
+                begun.map_err(DbError::from_query)?;
+                set.map_err(DbError::from_query)?;
+                let value = value?;
                 client
-                    .query_typed(
-                        // All three are transaction-local (is_local = true): nothing outlives
-                        // this transaction on a pooled server connection. A lock wait counts
-                        // against the same budget as the statement itself.
-                        "SELECT set_config('app.tenant_id', $1, true), \
-                                set_config('statement_timeout', $2, true), \
-                                set_config('lock_timeout', $2, true)",
-                        &[(&tenant, Type::TEXT), (&timeout_ms, Type::TEXT)],
-                    )
+                    .query_typed("COMMIT", &[])
                     .await
                     .map_err(DbError::from_query)?;
-                let value = body(Tx { client }).await?;
-                run("COMMIT").await.map_err(DbError::from_query)?;
                 Ok(value)
             };
             let result: Result<T, DbError> =

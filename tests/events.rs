@@ -129,7 +129,7 @@ async fn the_production_function_without_auth_configuration_refuses_every_event(
 async fn the_production_function_serves_dev_tokens_with_the_dev_configuration() {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
     let env = [
-        ("AUTH_ISSUER", "http://127.0.0.1:9000/dev-issuer".to_owned()),
+        ("AUTH_ISSUER", "http://127.0.0.1:9100".to_owned()),
         ("AUTH_JWKS_FILE", format!("{root}/dev/jwks.json")),
         (
             "MCP_RESOURCE_URL",

@@ -17,7 +17,8 @@ use jsonwebtoken::{Algorithm, EncodingKey, Header, encode};
 use serde_json::json;
 
 const KID: &str = "dev-rs256-1";
-const DEV_ISSUER: &str = "http://127.0.0.1:9000/dev-issuer";
+/// The local authorization server's issuer (dev/oauth/server.mjs, which signs with the same key).
+const DEV_ISSUER: &str = "http://127.0.0.1:9100";
 const DEV_RESOURCE: &str = "http://127.0.0.1:9000/lambda-url/mcp/mcp";
 
 fn main() -> anyhow::Result<()> {

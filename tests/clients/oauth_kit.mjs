@@ -1,0 +1,198 @@
+// What every OAuth client chain in scripts/test shares: an in-memory OAuthClientProvider (the
+// shape both TypeScript SDKs take), a loopback callback listener (what Claude Code and
+// mcp-remote run), the user's sign-in in a real browser (Debian chromium driven by
+// playwright-core), and a check of returned events against the database.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:http';
+
+import { chromium } from 'playwright-core';
+
+export const ISSUER = process.env.AS_ISSUER;
+export const MCP_URL = process.env.MCP_URL;
+assert.ok(ISSUER && MCP_URL, 'AS_ISSUER and MCP_URL are required');
+
+// A loopback redirect target (RFC 8252 §7.3). `next()` resolves with the callback URL the
+// browser was sent to.
+export async function callbackListener() {
+  let deliver;
+  let pending = new Promise((resolve) => (deliver = resolve));
+  const server = createServer((req, res) => {
+    const url = new URL(req.url, `http://${req.headers.host}`);
+    if (url.pathname !== '/callback') {
+      res.writeHead(404).end();
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'text/html' }).end('<p>Signed in. You can close this window.</p>');
+    deliver(url);
+    pending = new Promise((resolve) => (deliver = resolve));
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${server.address().port}/callback`;
+  return { url, next: () => pending, close: () => new Promise((resolve) => server.close(resolve)) };
+}
+
+// The OAuthClientProvider both SDKs call: registration, tokens and the PKCE verifier kept in
+// memory; the authorization URL the SDK wants the user sent to is recorded, not opened.
+export class MemoryProvider {
+  constructor({ redirectUrl, clientName, clientMetadataUrl }) {
+    this._redirectUrl = redirectUrl;
+    this._clientName = clientName;
+    if (clientMetadataUrl) this.clientMetadataUrl = clientMetadataUrl;
+    this.client = undefined;
+    this._tokens = undefined;
+    this.savedTokens = [];
+    this.registrations = 0;
+    this.authorizationUrls = [];
+  }
+  get redirectUrl() {
+    return this._redirectUrl;
+  }
+  get clientMetadata() {
+    return {
+      client_name: this._clientName,
+      redirect_uris: [this._redirectUrl],
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'none',
+    };
+  }
+  state() {
+    this.lastState = randomBytes(16).toString('base64url');
+    return this.lastState;
+  }
+  clientInformation() {
+    return this.client;
+  }
+  saveClientInformation(info) {
+    // The SDK saves again to stamp the issuer; only a new client_id is a registration.
+    if (info.client_id !== this.client?.client_id) this.registrations += 1;
+    this.client = info;
+  }
+  // Where discovery led (the SDKs resume from it rather than rediscovering from the MCP URL:
+  // the local emulator cannot serve the metadata at the root RFC 9728 location).
+  saveDiscoveryState(state) {
+    this.discovery = state;
+  }
+  discoveryState() {
+    return this.discovery;
+  }
+  tokens() {
+    return this._tokens;
+  }
+  saveTokens(tokens) {
+    this._tokens = tokens;
+    this.savedTokens.push(tokens);
+  }
+  redirectToAuthorization(url) {
+    this.authorizationUrls.push(new URL(url));
+  }
+  saveCodeVerifier(verifier) {
+    this._verifier = verifier;
+  }
+  codeVerifier() {
+    return this._verifier;
+  }
+}
+
+// What MCP authorization requires of every authorization request the SDK built.
+export function checkAuthorizationRequest(url, { clientId, scope }) {
+  assert.equal(url.origin, ISSUER, 'the authorization endpoint is the issuer\'s');
+  const p = url.searchParams;
+  assert.equal(p.get('response_type'), 'code');
+  assert.equal(p.get('code_challenge_method'), 'S256');
+  assert.match(p.get('code_challenge') ?? '', /^[A-Za-z0-9_-]{43}$/);
+  assert.equal(p.get('resource'), MCP_URL, 'RFC 8707 resource must be the MCP URL');
+  if (clientId) assert.equal(p.get('client_id'), clientId);
+  if (scope) assert.ok((p.get('scope') ?? '').split(' ').includes(scope), `scope ${p.get('scope')} lacks ${scope}`);
+}
+
+export async function launchBrowser() {
+  return chromium.launch({
+    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+    headless: true,
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
+}
+
+// Sends the browser to `authorizationUrl` and acts as the user until the authorization
+// server redirects to the client's callback: signs in (first with a wrong password, which
+// the real login page must refuse), leaves the scopes in `deny` unchecked on the consent
+// page, allows. Returns the callback URL, after checking RFC 9207 `iss` and `state`.
+export async function signIn(context, callback, authorizationUrl, { user, deny = [], wrongPasswordFirst = false }) {
+  const arrived = callback.next();
+  const page = await context.newPage();
+  const steps = [];
+  try {
+    await page.goto(authorizationUrl.href);
+    for (;;) {
+      const step = await Promise.race([
+        arrived.then(() => 'callback'),
+        page
+          .waitForSelector('form[action$="/login"], form[action$="/confirm"]', { timeout: 20000 })
+          .then((form) => form.getAttribute('action')),
+      ]);
+      if (step === 'callback') break;
+      assert.ok(steps.length < 6, `the sign-in does not end: ${steps.join(', ')}`);
+      if (step.endsWith('/login')) {
+        steps.push('login');
+        if (wrongPasswordFirst) {
+          wrongPasswordFirst = false;
+          await page.fill('input[name=username]', user);
+          await page.fill('input[name=password]', 'not-the-password');
+          await Promise.all([page.waitForEvent('framenavigated'), page.click('button[type=submit]')]);
+          assert.match(await page.textContent('[role=alert]'), /wrong password/);
+          steps.push('refused');
+          continue;
+        }
+        await page.fill('input[name=username]', user);
+        await page.fill('input[name=password]', `${user}-password`);
+        await Promise.all([page.waitForEvent('framenavigated'), page.click('button[type=submit]')]);
+      } else {
+        steps.push('consent');
+        for (const scope of deny) await page.uncheck(`input[name=scope][value="${scope}"]`);
+        await Promise.all([page.waitForEvent('framenavigated'), page.click('button[value=allow]')]);
+      }
+    }
+  } finally {
+    await page.close();
+  }
+  const url = await arrived;
+  assert.equal(url.searchParams.get('iss'), ISSUER, 'RFC 9207: the authorization response names its issuer');
+  assert.equal(url.searchParams.get('state'), authorizationUrl.searchParams.get('state'));
+  assert.ok(url.searchParams.get('code'), `no code in the callback: ${url.searchParams.get('error')}`);
+  return { url, steps };
+}
+
+// Decodes (does not verify: the endpoint does) the claims of a JWT access token.
+export function claimsOf(token) {
+  return JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString());
+}
+
+// The tenants the given event ids belong to, read from the database the endpoint serves.
+export function tenantsOf(ids) {
+  assert.ok(ids.length > 0, 'no events to check');
+  const out = execFileSync('psql', [
+    '-h', '127.0.0.1', '-U', 'postgres', '-d', process.env.PG_DATABASE, '-qtA', '-c',
+    `SELECT DISTINCT tenant_id FROM events WHERE id IN (${ids.map((id) => Number(id)).join(',')})`,
+  ]);
+  return out.toString().trim().split('\n').filter(Boolean);
+}
+
+// A tools/call result of query_events: not an error, events present, all of `tenant`.
+export function checkEvents(result, tenant) {
+  assert.ok(!result.isError, JSON.stringify(result.content));
+  const events = result.structuredContent.events;
+  assert.ok(events.length > 0, 'no events');
+  assert.deepEqual(tenantsOf(events.map((e) => e.id)), [tenant]);
+  return events.length;
+}

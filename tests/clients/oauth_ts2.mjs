@@ -1,0 +1,87 @@
+// TypeScript SDK v2 (@modelcontextprotocol/client, auto era) as an OAuth client of the served
+// `mcp` function, registered by a Client ID Metadata Document (its client_id is an https URL
+// the authorization server fetches), and the scope step-up: the user first consents without
+// events:read, the endpoint answers the tool call with 403 insufficient_scope naming it, the
+// SDK sends the user back for that scope, and the call then succeeds with the user's tenant.
+// Usage (from tests/clients): AS_ISSUER=... MCP_URL=... PG_DATABASE=... CIMD_CERT=... CIMD_KEY=...
+//   node oauth_ts2.mjs
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:https';
+
+import { Client, StreamableHTTPClientTransport, UnauthorizedError } from '@modelcontextprotocol/client';
+
+import {
+  MCP_URL, MemoryProvider, callbackListener, checkAuthorizationRequest, checkEvents, claimsOf, launchBrowser,
+  signIn,
+} from './oauth_kit.mjs';
+
+const callback = await callbackListener();
+// The client's metadata document, published over https on loopback (the authorization server
+// trusts this certificate through NODE_EXTRA_CA_CERTS).
+const cimd = createServer({ cert: readFileSync(process.env.CIMD_CERT), key: readFileSync(process.env.CIMD_KEY) }, (req, res) => {
+  fetched += 1;
+  res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'max-age=300' });
+  res.end(JSON.stringify(document));
+});
+let fetched = 0;
+await new Promise((resolve) => cimd.listen(0, '127.0.0.1', resolve));
+const clientId = `https://127.0.0.1:${cimd.address().port}/oauth/client-metadata.json`;
+const document = {
+  client_id: clientId,
+  client_name: 'ts-sdk-v2 oauth test (CIMD)',
+  redirect_uris: [callback.url],
+  grant_types: ['authorization_code', 'refresh_token'],
+  response_types: ['code'],
+  token_endpoint_auth_method: 'none',
+};
+const browser = await launchBrowser();
+const context = await browser.newContext();
+const provider = new MemoryProvider({ redirectUrl: callback.url, clientName: document.client_name, clientMetadataUrl: clientId });
+const transport = () => new StreamableHTTPClientTransport(new URL(MCP_URL), { authProvider: provider });
+const connect = async (t = transport()) => {
+  const client = new Client({ name: 'ts-v2-oauth-test', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
+  await client.connect(t);
+  return client;
+};
+
+try {
+  await assert.rejects(connect(), UnauthorizedError);
+  assert.equal(provider.client.client_id, clientId, 'no DCR: the client_id is the metadata document URL');
+  const [first] = provider.authorizationUrls;
+  checkAuthorizationRequest(first, { clientId, scope: 'events:read' });
+
+  // The user unchecks events:read on the consent page.
+  const denied = await signIn(context, callback, first, { user: 'bob', deny: ['events:read'] });
+  assert.deepEqual(denied.steps, ['login', 'consent']);
+  assert.ok(fetched >= 1, 'the authorization server fetched the metadata document');
+  let t = transport();
+  await t.finishAuth(denied.url.searchParams);
+  const narrow = claimsOf(provider.tokens().access_token);
+  assert.equal(narrow.aud, MCP_URL);
+  assert.ok(!(narrow.scope ?? '').split(' ').includes('events:read'), `scope ${narrow.scope}`);
+
+  // The call needs events:read: 403 insufficient_scope, and the SDK asks for it.
+  let client = await connect(t);
+  await assert.rejects(client.callTool({ name: 'query_events', arguments: { limit: 5 } }), UnauthorizedError);
+  assert.equal(provider.authorizationUrls.length, 2, 'the SDK started a step-up authorization');
+  const stepUp = provider.authorizationUrls[1];
+  checkAuthorizationRequest(stepUp, { clientId, scope: 'events:read' });
+  // Signed in already: only the consent page, this time allowing everything.
+  const allowed = await signIn(context, callback, stepUp, { user: 'bob' });
+  assert.deepEqual(allowed.steps, ['consent']);
+  t = transport();
+  await t.finishAuth(allowed.url.searchParams);
+  assert.ok(claimsOf(provider.tokens().access_token).scope.split(' ').includes('events:read'));
+
+  client = await connect(t);
+  const tools = await client.listTools();
+  assert.ok(tools.tools.some((tool) => tool.name === 'query_events'));
+  const n = checkEvents(await client.callTool({ name: 'query_events', arguments: { limit: 5 } }), 'tenant-b');
+  await client.close();
+  console.log(`typescript sdk v2 oauth (CIMD, PKCE, browser sign-in, scope step-up): ok, ${n} events of tenant-b`);
+} finally {
+  await browser.close();
+  await callback.close();
+  cimd.close();
+}

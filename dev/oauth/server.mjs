@@ -152,7 +152,15 @@ const provider = new Provider(issuer, {
   },
   interactions: { url: (_ctx, interaction) => `/interaction/${interaction.uid}` },
   cookies: { keys: [randomBytes(32).toString('base64url')] },
-  ttl: { AccessToken: 3600, AuthorizationCode: 60, Interaction: 600, Session: 3600, Grant: 3600, RefreshToken: 86400 },
+  ttl: {
+    // The resource server's own TTL (getResourceServerInfo above), else an hour.
+    AccessToken: (_ctx, token) => token.resourceServer?.accessTokenTTL ?? 3600,
+    AuthorizationCode: 60,
+    Interaction: 600,
+    Session: 3600,
+    Grant: 3600,
+    RefreshToken: 86400,
+  },
   renderError(ctx, out) {
     ctx.type = 'html';
     ctx.body = page('Sign-in error', `<p class="error">${escape(out.error)}: ${escape(out.error_description ?? '')}</p>`);

@@ -1,0 +1,202 @@
+"""The Python `mcp` OAuth client against the served `mcp` function, from nothing.
+
+401 challenge -> protected resource metadata -> authorization server metadata -> Dynamic Client
+Registration -> authorization code + PKCE + resource -> the user signs in by submitting the
+authorization server's real login and consent forms over HTTP -> code exchange (the SDK checks
+RFC 9207 `iss`) -> tools/list and tools/call (2026-07-28), whose events must all be the
+user's tenant. Then the access token (5 s for this client) expires and the SDK refreshes it
+before the next call, without the user. Last, a token the same authorization server issued
+for another resource (RFC 8707) is refused by the endpoint with 401 invalid_token.
+
+Usage: AS_ISSUER=... MCP_URL=... PG_DATABASE=... python oauth_py.py
+"""
+
+import asyncio
+import base64
+import hashlib
+import json
+import os
+import re
+import secrets
+import subprocess
+import time
+from urllib.parse import parse_qs, urlencode, urljoin, urlparse
+
+import httpx2
+from mcp import Client
+from mcp.client.auth import OAuthClientProvider
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.auth import AuthorizationCodeResult, OAuthClientMetadata
+
+ISSUER = os.environ["AS_ISSUER"]
+MCP_URL = os.environ["MCP_URL"]
+OTHER_RESOURCE = os.environ.get("OTHER_RESOURCE_URL", "https://other-api.example/")
+REDIRECT_URI = "http://127.0.0.1:33418/callback"  # never listened on: the Location is read
+
+
+def claims_of(token: str) -> dict:
+    part = token.split(".")[1]
+    return json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
+
+
+class Storage:
+    def __init__(self) -> None:
+        self.tokens = None
+        self.client_info = None
+        self.saved = []
+
+    async def get_tokens(self):
+        return self.tokens
+
+    async def set_tokens(self, tokens) -> None:
+        self.tokens = tokens
+        self.saved.append(tokens)
+
+    async def get_client_info(self):
+        return self.client_info
+
+    async def set_client_info(self, client_info) -> None:
+        self.client_info = client_info
+
+
+async def sign_in(authorization_url: str, user: str) -> dict:
+    """Acts as the user in the authorization server's own pages, over HTTP: follows the
+    redirects to the login page, submits the login form, then the consent form with every
+    offered scope checked. Returns the parameters of the redirect to the client."""
+    async with httpx2.AsyncClient(follow_redirects=False, timeout=15) as http:
+        url, steps = authorization_url, []
+        for _ in range(12):
+            response = await http.get(url)
+            if response.status_code in (302, 303):
+                url = urljoin(url, response.headers["location"])
+                if url.startswith(REDIRECT_URI):
+                    params = {k: v[0] for k, v in parse_qs(urlparse(url).query).items()}
+                    return {"steps": steps, **params}
+                continue
+            assert response.status_code == 200, (response.status_code, response.text[:200])
+            action = re.search(r'<form method="post" action="([^"]+)"', response.text)
+            assert action, response.text[:300]
+            if action.group(1).endswith("/login"):
+                steps.append("login")
+                form = {"username": user, "password": f"{user}-password"}
+            else:
+                steps.append("consent")
+                scopes = re.findall(r'name="scope" value="([^"]+)" checked', response.text)
+                form = [("scope", s) for s in scopes] + [("decision", "allow")]
+            posted = await http.post(
+                urljoin(url, action.group(1)),
+                content=urlencode(form),
+                headers={"content-type": "application/x-www-form-urlencoded"},
+            )
+            assert posted.status_code == 303, (posted.status_code, posted.text[:300])
+            url = urljoin(url, posted.headers["location"])
+        raise AssertionError(f"the sign-in did not end: {steps}")
+
+
+def tenants_of(ids: list[int]) -> list[str]:
+    out = subprocess.run(
+        ["psql", "-h", "127.0.0.1", "-U", "postgres", "-d", os.environ["PG_DATABASE"], "-qtA", "-c",
+         f"SELECT DISTINCT tenant_id FROM events WHERE id IN ({','.join(str(int(i)) for i in ids)})"],
+        check=True, capture_output=True, text=True,
+    ).stdout.split()
+    return out
+
+
+def check_events(result, tenant: str) -> int:
+    assert not result.is_error, result
+    events = result.structured_content["events"]
+    assert events, "no events"
+    assert tenants_of([e["id"] for e in events]) == [tenant]
+    return len(events)
+
+
+async def sdk_chain() -> Storage:
+    storage = Storage()
+    redirects: list[str] = []
+
+    async def redirect_handler(url: str) -> None:
+        redirects.append(url)
+
+    async def callback_handler() -> AuthorizationCodeResult:
+        query = parse_qs(urlparse(redirects[-1]).query)
+        assert query["code_challenge_method"] == ["S256"], query
+        assert query["resource"] == [MCP_URL], query
+        assert "events:read" in query["scope"][0].split(), query
+        result = await sign_in(redirects[-1], "amir")
+        assert result["steps"] == ["login", "consent"], result
+        assert result["iss"] == ISSUER, result
+        return AuthorizationCodeResult(code=result["code"], state=result.get("state"), iss=result["iss"])
+
+    provider = OAuthClientProvider(
+        server_url=MCP_URL,
+        client_metadata=OAuthClientMetadata(
+            client_name="python mcp oauth test [short-lived]",
+            redirect_uris=[REDIRECT_URI],
+            grant_types=["authorization_code", "refresh_token"],
+            response_types=["code"],
+            token_endpoint_auth_method="none",
+        ),
+        storage=storage,
+        redirect_handler=redirect_handler,
+        callback_handler=callback_handler,
+    )
+    async with create_mcp_http_client(auth=provider) as http:
+        async with Client(streamable_http_client(MCP_URL, http_client=http), mode="auto") as client:
+            tools = await client.list_tools()
+            assert "query_events" in [t.name for t in tools.tools]
+            n = check_events(await client.call_tool("query_events", {"limit": 5}), "tenant-a")
+            first = storage.tokens
+            claims = claims_of(first.access_token)
+            assert claims["iss"] == ISSUER and claims["aud"] == MCP_URL and claims["tenant_id"] == "tenant-a", claims
+            assert storage.client_info.client_id and not storage.client_info.client_secret
+            # Expiry: wait for the clock to pass `exp`; the SDK refreshes before sending.
+            while time.time() < claims["exp"] + 1:
+                await asyncio.sleep(0.2)
+            check_events(await client.call_tool("query_events", {"limit": 5}), "tenant-a")
+            assert storage.tokens.access_token != first.access_token, "not refreshed"
+            assert len(redirects) == 1, "refreshed without the user"
+    print(f"python mcp oauth (DCR, PKCE, sign-in forms, refresh): ok, {n} events of tenant-a")
+    return storage
+
+
+async def foreign_resource(storage: Storage) -> None:
+    """A real authorization code flow for another resource, with the client registered above;
+    the endpoint must refuse the token it yields."""
+    verifier = secrets.token_urlsafe(48)
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+    async with httpx2.AsyncClient(timeout=15) as http:
+        metadata = (await http.get(f"{ISSUER}/.well-known/oauth-authorization-server")).json()
+        state = secrets.token_urlsafe(16)
+        query = urlencode({
+            "response_type": "code", "client_id": storage.client_info.client_id, "redirect_uri": REDIRECT_URI,
+            "scope": "events:read", "resource": OTHER_RESOURCE, "state": state,
+            "code_challenge": challenge, "code_challenge_method": "S256",
+        })
+        result = await sign_in(f"{metadata['authorization_endpoint']}?{query}", "amir")
+        assert result["state"] == state and result["iss"] == ISSUER, result
+        token = await http.post(metadata["token_endpoint"], data={
+            "grant_type": "authorization_code", "code": result["code"], "redirect_uri": REDIRECT_URI,
+            "client_id": storage.client_info.client_id, "code_verifier": verifier, "resource": OTHER_RESOURCE,
+        })
+        assert token.status_code == 200, token.text
+        access = token.json()["access_token"]
+        assert claims_of(access)["aud"] == OTHER_RESOURCE, claims_of(access)
+        answer = await http.post(MCP_URL, headers={
+            "authorization": f"Bearer {access}", "content-type": "application/json",
+            "accept": "application/json, text/event-stream",
+        }, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+        assert answer.status_code == 401, (answer.status_code, answer.text)
+        challenge_header = answer.headers["www-authenticate"]
+        assert 'error="invalid_token"' in challenge_header and "resource_metadata=" in challenge_header, challenge_header
+        assert access not in answer.text
+    print("a token the same authorization server issued for another resource: refused, 401 invalid_token")
+
+
+async def main() -> None:
+    storage = await sdk_chain()
+    await foreign_resource(storage)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

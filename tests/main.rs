@@ -9,6 +9,7 @@
 mod auth;
 mod authkit;
 mod bounds;
+mod doctor;
 mod events;
 mod faultproxy;
 mod faults;

@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { appendFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 
 import { chromium } from 'playwright-core';
@@ -12,6 +13,13 @@ import { chromium } from 'playwright-core';
 export const ISSUER = process.env.AS_ISSUER;
 export const MCP_URL = process.env.MCP_URL;
 assert.ok(ISSUER && MCP_URL, 'AS_ISSUER and MCP_URL are required');
+
+// Records a secret this chain handled (code, verifier, token) in OAUTH_SECRETS_FILE, so that
+// scripts/test can check that none of them reached any server's log.
+export function remember(...secrets) {
+  const file = process.env.OAUTH_SECRETS_FILE;
+  for (const secret of secrets) if (file && secret) appendFileSync(file, `${secret}\n`);
+}
 
 // A loopback redirect target (RFC 8252 §7.3). `next()` resolves with the callback URL the
 // browser was sent to.
@@ -82,6 +90,7 @@ export class MemoryProvider {
     return this._tokens;
   }
   saveTokens(tokens) {
+    remember(tokens.access_token, tokens.refresh_token);
     this._tokens = tokens;
     this.savedTokens.push(tokens);
   }
@@ -89,6 +98,7 @@ export class MemoryProvider {
     this.authorizationUrls.push(new URL(url));
   }
   saveCodeVerifier(verifier) {
+    remember(verifier);
     this._verifier = verifier;
   }
   codeVerifier() {
@@ -170,6 +180,7 @@ export async function signIn(context, callback, authorizationUrl, { user, deny =
   assert.equal(url.searchParams.get('iss'), ISSUER, 'RFC 9207: the authorization response names its issuer');
   assert.equal(url.searchParams.get('state'), authorizationUrl.searchParams.get('state'));
   assert.ok(url.searchParams.get('code'), `no code in the callback: ${url.searchParams.get('error')}`);
+  remember(url.searchParams.get('code'));
   return { url, steps };
 }
 

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 
-import { ISSUER, MCP_URL, checkAuthorizationRequest, checkEvents, launchBrowser } from './oauth_kit.mjs';
+import { ISSUER, MCP_URL, checkAuthorizationRequest, checkEvents, launchBrowser, remember } from './oauth_kit.mjs';
 
 const freePort = () =>
   new Promise((resolve) => {
@@ -83,6 +83,7 @@ try {
   const landedAt = new URL(page.url());
   assert.ok(landedAt.searchParams.get('code'), 'the callback carried a code');
   assert.equal(landedAt.searchParams.get('iss'), ISSUER);
+  remember(landedAt.searchParams.get('code'));
 
   const init = await initialized;
   assert.ok(init.result, JSON.stringify(init));

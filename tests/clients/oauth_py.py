@@ -35,6 +35,14 @@ OTHER_RESOURCE = os.environ.get("OTHER_RESOURCE_URL", "https://other-api.example
 REDIRECT_URI = "http://127.0.0.1:33418/callback"  # never listened on: the Location is read
 
 
+def remember(*secrets_handled: str | None) -> None:
+    """Records secrets this chain handled, so scripts/test can check no log holds them."""
+    path = os.environ.get("OAUTH_SECRETS_FILE")
+    if path:
+        with open(path, "a") as f:
+            f.writelines(f"{s}\n" for s in secrets_handled if s)
+
+
 def claims_of(token: str) -> dict:
     part = token.split(".")[1]
     return json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
@@ -50,6 +58,7 @@ class Storage:
         return self.tokens
 
     async def set_tokens(self, tokens) -> None:
+        remember(tokens.access_token, tokens.refresh_token)
         self.tokens = tokens
         self.saved.append(tokens)
 
@@ -126,6 +135,7 @@ async def sdk_chain() -> Storage:
         result = await sign_in(redirects[-1], "amir")
         assert result["steps"] == ["login", "consent"], result
         assert result["iss"] == ISSUER, result
+        remember(result["code"])
         return AuthorizationCodeResult(code=result["code"], state=result.get("state"), iss=result["iss"])
 
     provider = OAuthClientProvider(
@@ -181,6 +191,7 @@ async def foreign_resource(storage: Storage) -> None:
         })
         assert token.status_code == 200, token.text
         access = token.json()["access_token"]
+        remember(result["code"], verifier, access)
         assert claims_of(access)["aud"] == OTHER_RESOURCE, claims_of(access)
         answer = await http.post(MCP_URL, headers={
             "authorization": f"Bearer {access}", "content-type": "application/json",

@@ -53,7 +53,7 @@ fn main() -> anyhow::Result<()> {
             "--aud" => aud = value()?,
             "--iss" => iss = value()?,
             other => bail!(
-                "unknown argument {other:?}; see the doc comment of shared/devtools/src/main.rs"
+                "unknown argument {other:?}; see the doc comment of shared/devtools/src/bin/devtoken.rs"
             ),
         }
     }

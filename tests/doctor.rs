@@ -117,6 +117,20 @@ async fn deployment(
     diagnose(&mcp, Duration::from_secs(5)).await
 }
 
+/// What an authorization server offers that lets every client connect (issuer, endpoints and
+/// JWKS are filled in by `deployment`).
+fn complete_metadata() -> Value {
+    json!({
+        "code_challenge_methods_supported": ["S256"],
+        "registration_endpoint": "unused",
+        "client_id_metadata_document_supported": true,
+        "token_endpoint_auth_methods_supported": ["none"],
+        "authorization_response_iss_parameter_supported": true,
+        "scopes_supported": ["openid", "events:read"],
+        "grant_types_supported": ["authorization_code", "refresh_token"],
+    })
+}
+
 fn has(report: &Report, outcome: Outcome, needle: &str) -> bool {
     report
         .checks
@@ -207,18 +221,7 @@ async fn without_registration_only_hand_registered_clients_connect_and_cursor_do
 
 #[tokio::test]
 async fn a_trailing_slash_in_authorization_servers_breaks_every_client_and_is_named() {
-    let report = deployment(
-        "/issuer",
-        Some("/issuer/"),
-        json!({
-            "code_challenge_methods_supported": ["S256"],
-            "registration_endpoint": "unused",
-            "client_id_metadata_document_supported": true,
-            "token_endpoint_auth_methods_supported": ["none"],
-            "authorization_response_iss_parameter_supported": true,
-        }),
-    )
-    .await;
+    let report = deployment("/issuer", Some("/issuer/"), complete_metadata()).await;
     let text = report.render();
     assert!(has(&report, Outcome::Fail, "trailing slash"), "{text}");
     assert!(report.clients.iter().all(|c| !c.connects), "{text}");
@@ -226,20 +229,7 @@ async fn a_trailing_slash_in_authorization_servers_breaks_every_client_and_is_na
 
 #[tokio::test]
 async fn a_complete_authorization_server_lets_every_client_connect() {
-    let report = deployment(
-        "/issuer",
-        None,
-        json!({
-            "code_challenge_methods_supported": ["S256"],
-            "registration_endpoint": "unused",
-            "client_id_metadata_document_supported": true,
-            "token_endpoint_auth_methods_supported": ["none"],
-            "authorization_response_iss_parameter_supported": true,
-            "scopes_supported": ["openid", "events:read"],
-            "grant_types_supported": ["authorization_code", "refresh_token"],
-        }),
-    )
-    .await;
+    let report = deployment("/issuer", None, complete_metadata()).await;
     let text = report.render();
     assert_eq!(report.failures().count(), 0, "{text}");
     assert!(report.hosted_clients_connect(), "{text}");

@@ -7,6 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { appendFileSync } from 'node:fs';
 import { createServer } from 'node:http';
+import { createServer as createTcpServer } from 'node:net';
 
 import { chromium } from 'playwright-core';
 
@@ -182,6 +183,35 @@ export async function signIn(context, callback, authorizationUrl, { user, deny =
   assert.ok(url.searchParams.get('code'), `no code in the callback: ${url.searchParams.get('error')}`);
   remember(url.searchParams.get('code'));
   return { url, steps };
+}
+
+// For clients that run their own callback listener (mcp-remote, the Inspector): the user
+// signs in as `user` and allows everything in a fresh browser context, and the browser is
+// watched landing on `callbackUrl`. Returns the landing URL, after checking RFC 9207 `iss`.
+export async function signInToListener(browser, authorizationUrl, callbackUrl, user) {
+  const page = await (await browser.newContext()).newPage();
+  const landed = page.waitForURL((u) => u.href.startsWith(callbackUrl), { timeout: 30000 });
+  await page.goto(authorizationUrl.href);
+  await page.fill('input[name=username]', user);
+  await page.fill('input[name=password]', `${user}-password`);
+  await Promise.all([page.waitForEvent('framenavigated'), page.click('button[type=submit]')]);
+  await page.click('button[value=allow]');
+  await landed;
+  const url = new URL(page.url());
+  assert.equal(url.searchParams.get('iss'), ISSUER, 'RFC 9207: the authorization response names its issuer');
+  assert.ok(url.searchParams.get('code'), 'the callback carried a code');
+  remember(url.searchParams.get('code'));
+  return url;
+}
+
+// A port on 127.0.0.1 nobody listens on, for a client's own callback listener.
+export function freePort() {
+  return new Promise((resolve) => {
+    const s = createTcpServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
 }
 
 // Decodes (does not verify: the endpoint does) the claims of a JWT access token.

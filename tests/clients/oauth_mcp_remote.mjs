@@ -8,20 +8,11 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 
-import { ISSUER, MCP_URL, checkAuthorizationRequest, checkEvents, launchBrowser, remember } from './oauth_kit.mjs';
-
-const freePort = () =>
-  new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
+import { MCP_URL, checkAuthorizationRequest, checkEvents, freePort, launchBrowser, signInToListener } from './oauth_kit.mjs';
 
 const configDir = mkdtempSync(join(tmpdir(), 'mcp-remote-'));
 const port = await freePort();
@@ -71,19 +62,8 @@ try {
   const url = await authorizationUrl;
   checkAuthorizationRequest(url, { scope: 'events:read' });
   assert.equal(url.searchParams.get('redirect_uri'), `http://127.0.0.1:${port}/oauth/callback`);
-  // mcp-remote's own listener receives the callback: the browser is only watched landing there.
-  const page = await (await browser.newContext()).newPage();
-  const landed = page.waitForURL((u) => u.port === String(port), { timeout: 30000 });
-  await page.goto(url.href);
-  await page.fill('input[name=username]', 'alice');
-  await page.fill('input[name=password]', 'alice-password');
-  await Promise.all([page.waitForEvent('framenavigated'), page.click('button[type=submit]')]);
-  await page.click('button[value=allow]');
-  await landed;
-  const landedAt = new URL(page.url());
-  assert.ok(landedAt.searchParams.get('code'), 'the callback carried a code');
-  assert.equal(landedAt.searchParams.get('iss'), ISSUER);
-  remember(landedAt.searchParams.get('code'));
+  // mcp-remote's own listener receives the callback.
+  await signInToListener(browser, url, `http://127.0.0.1:${port}/oauth/callback`, 'alice');
 
   const init = await initialized;
   assert.ok(init.result, JSON.stringify(init));

@@ -121,7 +121,7 @@ pub fn canonical_resource(uri: &str) -> Option<String> {
 }
 
 /// Returns true if and only if the URL's host is a loopback name or address.
-pub(crate) fn is_loopback_url(url: &str) -> bool {
+pub fn is_loopback_url(url: &str) -> bool {
     let Some(canonical) = canonical_resource(url) else {
         return false;
     };

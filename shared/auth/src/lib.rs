@@ -22,7 +22,7 @@ mod keys;
 mod source;
 mod verifier;
 
-pub use claims::canonical_resource;
+pub use claims::{canonical_resource, is_loopback_url};
 pub use config::{AudienceBinding, AuthConfig, AuthConfigError, KeysConfig, RemoteKeysConfig};
 pub use error::AuthError;
 pub use keys::KeySet;

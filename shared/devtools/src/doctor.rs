@@ -21,7 +21,7 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use mcp_auth::{Algorithm, KeySet, canonical_resource};
+use mcp_auth::{Algorithm, KeySet, canonical_resource, is_loopback_url as is_loopback};
 use serde_json::Value;
 
 /// Largest metadata document or JWKS read.
@@ -576,18 +576,6 @@ fn split_origin(url: &str) -> (String, String) {
     (format!("{scheme}://{authority}"), path.to_owned())
 }
 
-fn is_loopback(url: &str) -> bool {
-    let (_, rest) = url.split_once("://").unwrap_or(("", url));
-    let host = rest.split(['/', '?', '#']).next().unwrap_or("");
-    let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
-    let host = if host.starts_with('[') {
-        host.split(']').next().map_or(host, |h| &h[1..])
-    } else {
-        host.split(':').next().unwrap_or(host)
-    };
-    host.eq_ignore_ascii_case("localhost") || host == "::1" || host.starts_with("127.")
-}
-
 fn strings(doc: &Value, field: &str) -> Vec<String> {
     doc.get(field)
         .and_then(Value::as_array)
@@ -702,11 +690,7 @@ mod tests {
     }
 
     #[test]
-    fn loopback_and_origins() {
-        assert!(is_loopback("http://127.0.0.1:9000/x"));
-        assert!(is_loopback("http://[::1]:9000/x"));
-        assert!(is_loopback("http://localhost/x"));
-        assert!(!is_loopback("https://api.example.com/mcp"));
+    fn origins_and_paths() {
         assert_eq!(
             split_origin("https://h.example/a/b/"),
             ("https://h.example".into(), "/a/b".into())

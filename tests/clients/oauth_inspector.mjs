@@ -29,7 +29,13 @@ function inspector(extra) {
       '--method', 'tools/call', '--tool-name', 'query_events', '--tool-arg', 'limit=5',
       ...extra,
     ],
-    { env: { ...process.env, HOME: home, BROWSER: '/bin/false', MCP_AUTO_OPEN_ENABLED: 'false' }, stdio: ['ignore', 'pipe', 'pipe'] },
+    // Without a TTY the CLI signs in only when told to open a browser; BROWSER=/bin/false makes
+    // that open fail harmlessly, and the URL it prints is what this script follows. No OS
+    // keychain here: the sign-in is kept in a file under the temporary home.
+    {
+      env: { ...process.env, HOME: home, BROWSER: '/bin/false', MCP_AUTO_OPEN_ENABLED: 'true', MCP_INSPECTOR_SECRET_STORE: 'file' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
   );
   const stdout = [];
   const stderr = [];

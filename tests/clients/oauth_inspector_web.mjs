@@ -1,0 +1,82 @@
+// MCP Inspector's web UI, as a new user meets it after `scripts/dev`: the Inspector is given
+// the MCP URL and nothing else (no token); in chromium the user switches the server on, is
+// sent to the authorization server, signs in, allows, lands back in the Inspector, which
+// connects and lists the tools; the user opens "Query events" and executes it, and the events
+// on screen are the user's tenant's.
+// Usage (from tests/clients): AS_ISSUER=... MCP_URL=... PG_DATABASE=... node oauth_inspector_web.mjs
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+
+import { ISSUER, MCP_URL, freePort, launchBrowser, tenantsOf } from './oauth_kit.mjs';
+
+const home = mkdtempSync(join(tmpdir(), 'inspector-web-home-'));
+const port = await freePort();
+const apiToken = randomBytes(16).toString('hex');
+const inspector = spawn(
+  process.execPath,
+  [
+    'node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js',
+    '--web', '--transport', 'http', '--server-url', MCP_URL,
+  ],
+  {
+    env: {
+      ...process.env,
+      HOME: home,
+      CLIENT_PORT: String(port),
+      MCP_SANDBOX_PORT: String(await freePort()),
+      MCP_INSPECTOR_API_TOKEN: apiToken,
+      MCP_INSPECTOR_SECRET_STORE: 'file',
+      BROWSER: '/bin/false',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  },
+);
+const output = [];
+const up = new Promise((resolve, reject) => {
+  for (const stream of [inspector.stdout, inspector.stderr]) {
+    createInterface({ input: stream }).on('line', (line) => {
+      output.push(line);
+      if (line.includes('is up and running')) resolve();
+    });
+  }
+  inspector.on('exit', (code) => reject(new Error(`inspector exited ${code}:\n${output.join('\n')}`)));
+});
+
+const browser = await launchBrowser();
+try {
+  await up;
+  const page = await (await browser.newContext({ viewport: { width: 1400, height: 900 } })).newPage();
+  await page.goto(`http://127.0.0.1:${port}/?MCP_INSPECTOR_API_TOKEN=${apiToken}`);
+  // The server card's switch ("Connect or disconnect"): the Inspector meets the 401 and sends
+  // this very tab to the authorization server.
+  await page.locator('.mantine-Switch-track').first().click();
+  await page.waitForURL((u) => u.origin === ISSUER, { timeout: 30000 });
+  await page.fill('input[name=username]', 'bob');
+  await page.fill('input[name=password]', 'bob-password');
+  await Promise.all([page.waitForEvent('framenavigated'), page.click('button[type=submit]')]);
+  await page.click('button[value=allow]');
+  await page.waitForURL((u) => u.port === String(port) && !u.pathname.startsWith('/oauth'), { timeout: 30000 });
+  await page.getByText('Connected', { exact: true }).waitFor({ timeout: 30000 });
+
+  await page.getByText('Tools', { exact: true }).first().click();
+  await page.getByText('Tools (6)').waitFor({ timeout: 15000 });
+  await page.getByText('Query events', { exact: true }).click();
+  await page.getByRole('button', { name: 'Execute Tool' }).click();
+  await page.getByText('Results', { exact: true }).waitFor({ timeout: 30000 });
+  // The result editor renders the visible lines of the JSON; every event id on screen must be
+  // bob's tenant's.
+  await page.waitForFunction(() => /"id": \d+/.test(document.body.innerText), null, { timeout: 15000 });
+  const ids = [...new Set([...(await page.locator('body').innerText()).matchAll(/"id": (\d+)/g)].map((m) => Number(m[1])))];
+  assert.ok(ids.length > 0);
+  assert.deepEqual(tenantsOf(ids), ['tenant-b']);
+  console.log(`mcp inspector web ui (browser OAuth, no token pasted): connected, 6 tools, query_events shows ${ids.length} events of tenant-b`);
+} finally {
+  await browser.close();
+  inspector.kill();
+  rmSync(home, { recursive: true, force: true });
+}

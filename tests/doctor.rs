@@ -260,3 +260,26 @@ async fn an_unreachable_endpoint_is_one_named_line() {
     );
     assert!(!report.hosted_clients_connect());
 }
+
+#[tokio::test]
+async fn an_endpoint_that_asks_for_no_token_is_open_to_every_client_and_says_so() {
+    let mut site = Site::bind().await;
+    let url = format!("{}/mcp", site.origin);
+    let mut docs = HashMap::new();
+    docs.insert(
+        "POST /mcp".to_owned(),
+        (200, r#"{"jsonrpc":"2.0","id":1,"result":{}}"#.to_owned()),
+    );
+    site.serve(docs);
+    let report = diagnose(&url, Duration::from_secs(2)).await;
+    let text = report.render();
+    assert!(has(&report, Outcome::Warn, "requires no token"), "{text}");
+    assert_eq!(report.failures().count(), 0, "{text}");
+    assert!(
+        report
+            .clients
+            .iter()
+            .all(|c| c.connects && c.how.contains("without signing in")),
+        "{text}"
+    );
+}

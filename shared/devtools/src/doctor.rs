@@ -115,6 +115,8 @@ pub struct Report {
     pub clients: Vec<Verdict>,
     /// Said once: the URL is not reachable from a vendor's cloud.
     pub reachability: Option<String>,
+    /// The endpoint answered without a token: clients connect without OAuth.
+    pub open: bool,
 }
 
 impl Report {
@@ -220,6 +222,9 @@ async fn walk(http: &reqwest::Client, url: &str, report: &mut Report) -> Option<
 
     // 1. The challenge.
     let challenged_at = challenge(http, url, report).await;
+    if report.open {
+        return Some(Vec::new());
+    }
 
     // 2. The protected resource metadata.
     let mut candidates = Vec::new();
@@ -329,8 +334,9 @@ async fn challenge(http: &reqwest::Client, url: &str, report: &mut Report) -> Op
             None
         }
         (s, _) if (200..300).contains(&s) => {
-            report.fail(format!(
-                "POST without a token answered {s}: the endpoint does not require OAuth, so no client signs in"
+            report.open = true;
+            report.warn(format!(
+                "POST without a token answered {s}: the endpoint requires no token, so anyone who can reach it can call it"
             ));
             None
         }
@@ -502,6 +508,7 @@ fn verdicts(report: &Report, servers: Option<&[Server]>) -> Vec<Verdict> {
         .iter()
         .map(|profile| {
             let (connects, how) = match (&blocker, servers) {
+                _ if report.open => (true, "yes, without signing in (no OAuth)".into()),
                 (Some(why), _) => (false, format!("no: {why}")),
                 (None, None) => (
                     false,

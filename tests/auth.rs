@@ -8,11 +8,11 @@ use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use mcp::App;
 use serde_json::{Value, json};
 
-use crate::authkit::{
+use crate::support::auth::{
     ISSUER, JwksServer, Mode, RESOURCE, app, app_with, auth_config, claims, jwks, keys, now,
     static_keys,
 };
-use crate::helpers::{Answer, post, post_json, send};
+use crate::support::http::{Answer, post, post_json, send};
 
 fn tools_list() -> Value {
     json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
@@ -857,7 +857,7 @@ async fn oidc_discovery_finds_the_jwks() {
 
 #[tokio::test]
 async fn logs_carry_reasons_and_hashed_subjects_never_tokens_or_subjects() {
-    let logs = crate::helpers::captured_logs();
+    let logs = crate::support::http::captured_logs();
     let k = keys();
     let app = app();
     let subject = "log-test-subject-7f3a";

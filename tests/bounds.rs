@@ -2,38 +2,18 @@
 //! client-side cancel when the server's own timeout cannot answer, the per-tool cap, pages
 //! that stop at the byte budget, and the request's log line and metrics.
 
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use mcp::{App, Config};
-use mcp_auth::AuthConfig;
 use mcp_db::{DbError, Phase};
 use mcp_protocol::{CallToolResult, Incoming, Outcome, RequestContext, Server, ToolDef, Tools};
 use serde_json::{Value, json};
 
-use crate::authkit::{ISSUER, auth_config, claims, keys, static_keys};
-use crate::faultproxy::FaultProxy;
-use crate::helpers::captured_logs;
-use crate::store::{TestDb, call, fixture, ids, ok, pgbouncer, token, tool_error};
-
-/// Polls `check` until it holds or `within` passes: for effects another process applies
-/// asynchronously (a cancel request, a socket close), which no event announces.
-pub(crate) async fn eventually<F, Fut>(within: Duration, mut check: F) -> bool
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let end = Instant::now() + within;
-    loop {
-        if check().await {
-            return true;
-        }
-        if Instant::now() > end {
-            return false;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
+use crate::support::auth::{claims, keys};
+use crate::support::db::{
+    TestDb, app_with_budget, call, eventually, fixture, ids, ok, pgbouncer, token, tool_error,
+};
+use crate::support::faultproxy::FaultProxy;
+use crate::support::http::captured_logs;
 
 async fn running(db: &TestDb, query: &str) -> i64 {
     db.admin
@@ -44,30 +24,6 @@ async fn running(db: &TestDb, query: &str) -> i64 {
         .await
         .unwrap()
         .get(0)
-}
-
-pub(crate) fn app_with_budget(
-    store: Arc<mcp_tools::Store>,
-    budget: usize,
-) -> (App, Arc<Mutex<Vec<String>>>) {
-    let server = mcp::production_server(Some(store), budget).unwrap();
-    let lines = Arc::new(Mutex::new(Vec::new()));
-    let sink = lines.clone();
-    let config = Config {
-        auth: mcp::config::AuthSetting::Verify(Box::new(verifier())),
-        authorization_servers: vec![ISSUER.into()],
-        ..Config::default()
-    };
-    let app = App::with_metric_sink(
-        config,
-        server,
-        Arc::new(move |line: &str| sink.lock().unwrap().push(line.to_owned())),
-    );
-    (app, lines)
-}
-
-fn verifier() -> AuthConfig {
-    auth_config(static_keys(&[&keys().rsa]))
 }
 
 #[tokio::test]

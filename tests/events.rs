@@ -4,7 +4,7 @@
 use lambda_http::request::from_str;
 use serde_json::json;
 
-use crate::helpers::{Answer, decode, fixture_app, production_app};
+use crate::support::http::{Answer, decode, fixture_app, production_app};
 
 async fn invoke(event: &str) -> Answer {
     let req = from_str(event).expect("event parses as an API Gateway v2 request");

@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::bounds::{app_with_budget, eventually};
-use crate::faultproxy::FaultProxy;
-use crate::store::{TestDb, call, fixture, ok, pgbouncer, token, tool_error};
+use crate::support::db::{TestDb, call, fixture, ok, pgbouncer, token, tool_error};
+use crate::support::db::{app_with_budget, eventually};
+use crate::support::faultproxy::FaultProxy;
 
 /// Backends of `db` the endpoint holds (through PgBouncer: the server side of its pool).
 async fn endpoint_backends(db: &TestDb) -> i64 {

@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use crate::helpers::{fixture_app, legacy, post, post_json, send};
+use crate::support::http::{fixture_app, legacy, post, post_json, send};
 
 #[tokio::test]
 async fn initialize_mirrors_supported_versions_and_otherwise_answers_the_latest() {

@@ -4,7 +4,7 @@ use lambda_http::Body;
 use mcp::{App, Config};
 use serde_json::json;
 
-use crate::helpers::{fixture_app, fixture_config, post, post_json, send};
+use crate::support::http::{fixture_app, fixture_config, post, post_json, send};
 
 fn request(method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> lambda_http::Request {
     let mut b = http::Request::builder().method(method).uri(path);

@@ -342,7 +342,7 @@ async fn every_route_reaches_the_handler_and_nothing_else_is_routed() {
     .collect();
     assert_eq!(routes, expected);
     // What the handler answers on each (authentication configured as deployed).
-    let app = crate::authkit::app();
+    let app = crate::support::auth::app();
     for key in &routes {
         let (method, path) = key.split_once(' ').unwrap();
         let req = http::Request::builder()
@@ -355,7 +355,7 @@ async fn every_route_reaches_the_handler_and_nothing_else_is_routed() {
                 r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
             ))
             .unwrap();
-        let a = crate::helpers::send(&app, req).await;
+        let a = crate::support::http::send(&app, req).await;
         let expected = match (method, path) {
             ("POST", _) => 401,
             (_, "/mcp") => 405,

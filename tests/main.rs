@@ -7,14 +7,11 @@
 #![allow(clippy::disallowed_methods)]
 
 mod auth;
-mod authkit;
 mod bounds;
 mod doctor;
 mod events;
-mod faultproxy;
 mod faults;
 mod handshake;
-mod helpers;
 mod hostile;
 mod http_layer;
 mod infra;
@@ -23,4 +20,5 @@ mod secrets;
 mod smoke;
 mod stateless;
 mod store;
+mod support;
 mod tools;

@@ -9,7 +9,7 @@ use mcp_tools::{CursorKey, Position};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
-use crate::helpers::{fixture_app, post, send};
+use crate::support::http::{fixture_app, post, send};
 
 fn runtime() -> &'static tokio::runtime::Runtime {
     static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();

@@ -8,7 +8,7 @@ use aws_sdk_secretsmanager::config::{BehaviorVersion, Credentials as AwsCredenti
 use mcp_db::{Credentials, Db, DbConfig, DbError, Endpoint, SecretSource, TlsMode};
 use serde_json::json;
 
-use crate::store::{TestDb, fixture};
+use crate::support::db::{TestDb, fixture};
 
 pub(crate) struct Env {
     pub(crate) moto: String,

@@ -3,7 +3,7 @@
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-use crate::helpers::{MODERN, fixture_app, modern, modern_meta, post_json, send};
+use crate::support::http::{MODERN, fixture_app, modern, modern_meta, post_json, send};
 
 fn body(method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params})

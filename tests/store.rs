@@ -2,143 +2,15 @@
 //! transaction mode with TLS verified against a CA made for the run (`scripts/pgbouncer`).
 //! Each test gets its own database.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use mcp::App;
 use mcp_db::{Credentials, Db, DbConfig, DbError, Phase, TlsMode};
-use mcp_tools::{CursorKey, Store};
 use serde_json::{Value, json};
-use tokio_postgres::{Client, NoTls};
+use tokio_postgres::NoTls;
 
-use crate::authkit::{app_serving, auth_config, claims, keys, static_keys};
-use crate::helpers::{Answer, post_json, send};
-
-pub(crate) const ADMIN: &str = "postgres://postgres@127.0.0.1:5432";
-
-pub(crate) fn pgbouncer() -> (u16, String) {
-    let port = std::env::var("TEST_PGBOUNCER_PORT")
-        .ok()
-        .and_then(|p| p.parse().ok());
-    let ca = std::env::var("TEST_PGBOUNCER_CA").ok();
-    match (port, ca) {
-        (Some(port), Some(ca)) => (port, ca),
-        _ => panic!(
-            "TEST_PGBOUNCER_PORT and TEST_PGBOUNCER_CA must name a running TLS PgBouncer: run scripts/test, or `scripts/pgbouncer start 6434` and export both"
-        ),
-    }
-}
-
-pub(crate) async fn admin(db: &str) -> Client {
-    let (client, connection) = tokio_postgres::connect(&format!("{ADMIN}/{db}"), NoTls)
-        .await
-        .expect("local PostgreSQL");
-    tokio::spawn(connection);
-    client
-}
-
-/// Roles are cluster-wide: parallel tests must not create them concurrently.
-static MIGRATING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-pub(crate) struct TestDb {
-    pub(crate) name: String,
-    pub(crate) admin: Client,
-}
-
-impl TestDb {
-    pub(crate) async fn create() -> Self {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let name = format!(
-            "mcp_t_{}_{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::SeqCst)
-        );
-        admin("postgres")
-            .await
-            .batch_execute(&format!("CREATE DATABASE {name}"))
-            .await
-            .unwrap();
-        let mut client = admin(&name).await;
-        {
-            let _guard = MIGRATING.lock().await;
-            migrate::migrate(&mut client).await.unwrap();
-        }
-        Self {
-            name,
-            admin: client,
-        }
-    }
-
-    pub(crate) fn store(&self, user: &str, statement_timeout: Duration) -> Arc<Store> {
-        self.store_via(user, pgbouncer().0, statement_timeout)
-    }
-
-    /// A store reaching PgBouncer's TLS port through `port` (a fault proxy in front of it).
-    pub(crate) fn store_via(
-        &self,
-        user: &str,
-        port: u16,
-        statement_timeout: Duration,
-    ) -> Arc<Store> {
-        let (_, ca) = pgbouncer();
-        let pem = std::fs::read(ca).unwrap();
-        let roots = rustls_roots(&pem);
-        Arc::new(Store {
-            db: Db::new(DbConfig {
-                credentials: Credentials::Url(format!(
-                    "postgres://{user}@127.0.0.1:{port}/{}",
-                    self.name
-                )),
-                tls: TlsMode::VerifyFull { roots },
-                connect_timeout: Duration::from_secs(3),
-            }),
-            cursor_key: CursorKey::new(vec![42u8; 32]).unwrap(),
-            statement_timeout,
-        })
-    }
-
-    async fn count(&self) -> i64 {
-        self.admin
-            .query_one("SELECT count(*) FROM events", &[])
-            .await
-            .unwrap()
-            .get(0)
-    }
-}
-
-fn rustls_roots(pem: &[u8]) -> Vec<mcp_db::CertificateDer<'static>> {
-    mcp_db::parse_roots(pem).unwrap()
-}
-
-/// Two tenants. `acme` has five events on svc-a and svc-b; `globex` has the same entity id
-/// with secrets that must never reach acme.
-pub(crate) async fn fixture() -> TestDb {
-    let db = TestDb::create().await;
-    db.admin
-        .batch_execute(
-            r#"
-            INSERT INTO event_types (name, description, field_schema) VALUES
-              ('alert.fired', 'A monitoring alert started firing', '{"type":"object"}'),
-              ('deploy.finished', 'A deployment completed', '{"type":"object"}'),
-              ('incident.opened', 'An incident was declared', '{"type":"object"}');
-            INSERT INTO events (tenant_id, entity_id, entity_type, event_type, severity, occurred_at, tags, payload, structured, ai_summary) VALUES
-              ('acme', 'svc-a', 'service', 'deploy.finished', 1, '2026-11-01T10:00:00Z', '{region:eu,team:core}', '{"k":1}', '{"version":"1.2.0"}', NULL),
-              ('acme', 'svc-a', 'service', 'alert.fired', 4, '2026-11-01T11:00:00Z', '{region:eu,paging}', '{"k":2}', '{"alert":"p99"}', 'p99 latency high on svc-a'),
-              ('acme', 'svc-b', 'service', 'alert.fired', 3, '2026-11-01T12:00:00Z', '{region:us}', '{"k":3}', '{"alert":"errors"}', 'error rate up on svc-b'),
-              ('acme', 'svc-a', 'service', 'incident.opened', 5, '2026-11-01T13:00:00Z', '{region:eu,paging}', '{"k":4}', '{"title":"svc-a down"}', 'incident declared for svc-a'),
-              ('acme', 'svc-b', 'service', 'deploy.finished', 1, '2026-11-02T09:00:00Z', '{region:us}', '{"k":5}', '{"version":"2.0.0"}', NULL),
-              ('globex', 'svc-a', 'service', 'incident.opened', 5, '2026-11-01T12:30:00Z', '{region:eu,paging}', '{"secret":"SECRET-GLOBEX"}', '{}', 'SECRET-GLOBEX summary'),
-              ('globex', 'svc-a', 'service', 'alert.fired', 4, '2026-11-01T10:30:00Z', '{region:eu}', '{}', '{}', 'SECRET-GLOBEX alert');
-            INSERT INTO entity_state (tenant_id, entity_id, entity_type, state, updated_at) VALUES
-              ('acme', 'svc-a', 'service', '{"status":"degraded"}', '2026-11-01T13:00:00Z'),
-              ('globex', 'svc-a', 'service', '{"status":"SECRET-GLOBEX"}', '2026-11-01T12:30:00Z');
-            "#,
-        )
-        .await
-        .unwrap();
-    db
-}
+use crate::support::auth::{app_serving, auth_config, keys, static_keys};
+use crate::support::db::{ADMIN, TestDb, admin, call, fixture, ids, ok, token, tool_error};
 
 fn app(db: &TestDb) -> App {
     let server = mcp::production_server(
@@ -147,58 +19,6 @@ fn app(db: &TestDb) -> App {
     )
     .unwrap();
     app_serving(auth_config(static_keys(&[&keys().rsa])), server)
-}
-
-pub(crate) fn token(tenant: Option<&str>) -> String {
-    let mut c = claims();
-    match tenant {
-        Some(t) => c["tenant_id"] = json!(t),
-        None => {
-            c.as_object_mut().unwrap().remove("tenant_id");
-        }
-    }
-    keys().rsa.sign(&c)
-}
-
-pub(crate) async fn call(app: &App, token: &str, tool: &str, args: Value) -> Answer {
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": args}});
-    let bearer = format!("Bearer {token}");
-    send(
-        app,
-        post_json(
-            &body,
-            &[
-                ("authorization", bearer.as_str()),
-                ("mcp-protocol-version", "2025-11-25"),
-            ],
-        ),
-    )
-    .await
-}
-
-/// The structured result of a successful call.
-pub(crate) fn ok(a: &Answer) -> &Value {
-    assert_eq!(a.status, 200, "{a:?}");
-    assert_ne!(a.result()["isError"], true, "{a:?}");
-    &a.result()["structuredContent"]
-}
-
-/// The text of an isError result.
-pub(crate) fn tool_error(a: &Answer) -> String {
-    assert_eq!(a.result()["isError"], true, "{a:?}");
-    a.result()["content"][0]["text"]
-        .as_str()
-        .unwrap()
-        .to_owned()
-}
-
-pub(crate) fn ids(v: &Value) -> Vec<i64> {
-    v["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["id"].as_i64().unwrap())
-        .collect()
 }
 
 fn times(v: &Value) -> Vec<String> {

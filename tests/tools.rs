@@ -4,7 +4,7 @@ use mcp::App;
 use mcp_protocol::{CallToolResult, Outcome, Server, ToolDef, ToolError, Tools};
 use serde_json::{Value, json};
 
-use crate::helpers::{fixture_app, fixture_config, legacy, modern};
+use crate::support::http::{fixture_app, fixture_config, legacy, modern};
 
 #[derive(Debug)]
 struct Broken;
@@ -52,7 +52,7 @@ fn app_with_test_tools() -> App {
     )
 }
 
-async fn call(app: &App, name: &str, arguments: Option<Value>) -> crate::helpers::Answer {
+async fn call(app: &App, name: &str, arguments: Option<Value>) -> crate::support::http::Answer {
     let mut params = json!({"name": name});
     if let Some(args) = arguments {
         params["arguments"] = args;

@@ -5,8 +5,12 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use crate::registry::CallStats;
+use crate::result::CallRecord;
 use crate::version::ProtocolVersion;
+
+/// Default byte budget of one tool result: 256 KiB, about 64k tokens, far under Lambda's
+/// 6 MB response limit and what a model can still use.
+pub const DEFAULT_RESPONSE_BUDGET: usize = 256 * 1024;
 
 /// The authenticated caller. Filled in by the HTTP layer from the verified token; the
 /// engine only reads it.
@@ -58,21 +62,6 @@ pub struct RequestContext {
     pub(crate) record: CallSlot,
 }
 
-/// What one `tools/call` did, for the request's log line and metrics.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CallRecord {
-    /// The name the call asked for; see `known_tool`.
-    pub tool: String,
-    /// `tool` names a registered tool (callers can send any name).
-    pub known_tool: bool,
-    /// The result was an `isError` result (or the call was refused as one).
-    pub is_error: bool,
-    /// The result was over the response budget and replaced.
-    pub over_budget: bool,
-    /// What the tool body reported about its run.
-    pub stats: CallStats,
-}
-
 /// A shared slot for the one [`CallRecord`] of a request (a batch holds at most one call).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct CallSlot(Arc<Mutex<Option<CallRecord>>>);
@@ -99,7 +88,7 @@ impl RequestContext {
             client_capabilities: None,
             input_responses: None,
             request_state: None,
-            response_budget: crate::server::DEFAULT_RESPONSE_BUDGET,
+            response_budget: DEFAULT_RESPONSE_BUDGET,
             record: CallSlot::default(),
         }
     }

@@ -8,22 +8,26 @@
 //!
 //! This crate does no I/O and knows nothing of HTTP servers, Lambda or databases: it takes
 //! a body plus the few transport headers the protocol defines and returns a status and a
-//! JSON body. Tool, resource and prompt bodies are plugged in through [`registry`].
+//! JSON body. Tool, resource and prompt bodies are plugged in through [`registry`]; what they
+//! return is in [`result`]. Modules stand in layers: `result` and `version` import nothing of
+//! the crate, `context` only those, `registry` adds `context`, `server` uses them all.
 //! Its invariants are tested in each module and, end to end, in the `tests/` crate.
 
 pub mod context;
 pub mod error;
 pub mod jsonrpc;
 pub mod registry;
+pub mod result;
 pub mod server;
 pub mod version;
 
-pub use context::{CallRecord, Caller, RequestContext};
+pub use context::{Caller, RequestContext};
 pub use error::RpcError;
 pub use registry::{
-    BoxFuture, CallStats, CallToolResult, Completions, DEFAULT_TOOL_MAX_DURATION, InputRequired,
-    Outcome, Owner, Prompts, RegistryError, Resources, ToolAnnotations, ToolDef, ToolError, Tools,
-    structured_cost,
+    BoxFuture, Completions, DEFAULT_TOOL_MAX_DURATION, Owner, Prompts, RegistryError, Resources,
+    ToolAnnotations, ToolDef, Tools,
 };
+pub use result::CallRecord;
+pub use result::{CallStats, CallToolResult, InputRequired, Outcome, ToolError, structured_cost};
 pub use server::{CacheHints, HeaderField, Incoming, Reply, Server, ServerBuilder};
 pub use version::ProtocolVersion;

@@ -12,13 +12,11 @@ use base64::Engine as _;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::context::{CallRecord, CallSlot, Caller, RequestContext};
+use crate::context::{CallSlot, Caller, RequestContext};
 use crate::error::RpcError;
 use crate::jsonrpc::{self, BodyError, EnvelopeError, Message, RequestId};
-use crate::registry::{
-    ByteCounter, CallToolResult, Completions, InputRequired, Outcome, Owner, Prompts, Resources,
-    ToolError, Tools,
-};
+use crate::registry::{Completions, Owner, Prompts, Resources, Tools};
+use crate::result::{ByteCounter, CallRecord, CallToolResult, InputRequired, Outcome, ToolError};
 use crate::version::{ProtocolVersion, supported_versions};
 
 /// Keys of the 2026-07-28 per-request and per-response `_meta` fields.
@@ -32,9 +30,7 @@ pub mod meta {
 /// unbounded batch would turn one invocation into unbounded work.
 pub const MAX_BATCH_LEN: usize = 16;
 
-/// Default byte budget of one tool result: 256 KiB, about 64k tokens, far under Lambda's
-/// 6 MB response limit and what a model can still use.
-pub const DEFAULT_RESPONSE_BUDGET: usize = 256 * 1024;
+pub use crate::context::DEFAULT_RESPONSE_BUDGET;
 
 /// A transport header as the HTTP layer saw it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -1,0 +1,210 @@
+//! What a call produces: tool results (complete or asking for input), the errors a body can
+//! return, the statistics it reports, and the record of the call the transport logs. Depends on
+//! nothing else in the crate, so the registry, the request context and the server all build on
+//! it without importing each other.
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+/// A result that is either complete or asks the client for more input first
+/// (2026-07-28 `InputRequiredResult`, SEP-2322).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome<T> {
+    Complete(T),
+    InputRequired(InputRequired),
+}
+
+/// The body of an `input_required` result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InputRequired {
+    /// Requests the client must answer, keyed by a name the server picks.
+    pub input_requests: Map<String, Value>,
+    /// Opaque state the client echoes back; must be integrity-protected by whoever makes
+    /// it, because it comes back from the client.
+    pub request_state: Option<String>,
+}
+
+/// A `tools/call` result (2025-11-25 schema `CallToolResult`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallToolResult {
+    pub content: Vec<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Value>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub is_error: bool,
+    /// What the call did, for the request's log record and metrics. Never sent.
+    #[serde(skip)]
+    pub stats: CallStats,
+}
+
+/// The wire form, built by moving the parts rather than by `serde_json::to_value`, which
+/// would deep-copy every value of a (possibly large) structured result.
+impl From<CallToolResult> for Value {
+    fn from(result: CallToolResult) -> Self {
+        let mut wire = Map::with_capacity(3);
+        wire.insert("content".into(), Value::Array(result.content));
+        if let Some(structured) = result.structured_content {
+            wire.insert("structuredContent".into(), structured);
+        }
+        if result.is_error {
+            wire.insert("isError".into(), Value::Bool(true));
+        }
+        Value::Object(wire)
+    }
+}
+
+/// Facts about one tool call that only its body knows, reported in the request's log line
+/// and metrics (never sent to the client).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallStats {
+    /// Rows read from the store.
+    pub rows: Option<u64>,
+    /// The result was cut short (row limit, byte budget or a long value shortened).
+    pub truncated: bool,
+    /// Where the call's deadline ran out, if it did (`acquire`, `connect`, `execute`).
+    pub deadline_phase: Option<&'static str>,
+}
+
+impl CallToolResult {
+    /// A result with one text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self {
+            content: vec![json!({ "type": "text", "text": text.into() })],
+            structured_content: None,
+            is_error: false,
+            stats: CallStats::default(),
+        }
+    }
+
+    /// A result with structured content, mirrored as serialised JSON in a text block
+    /// ("a tool that returns structured content SHOULD also return the serialized JSON in
+    /// a TextContent block", 2025-06-18 tools §Structured Content).
+    pub fn structured(value: Value) -> Self {
+        Self {
+            // serde_json::to_string writes straight into a byte buffer; `Value`'s Display
+            // goes through `fmt::Write` a token at a time. Serialising a `Value` cannot fail.
+            content: vec![
+                json!({ "type": "text", "text": serde_json::to_string(&value).unwrap_or_default() }),
+            ],
+            structured_content: Some(value),
+            is_error: false,
+            stats: CallStats::default(),
+        }
+    }
+
+    /// An `isError` result whose structured content tells the model what went wrong in a
+    /// form it can act on, with `text` as the human-readable block.
+    pub fn structured_error(text: impl Into<String>, detail: Value) -> Self {
+        Self {
+            content: vec![json!({ "type": "text", "text": text.into() })],
+            structured_content: Some(detail),
+            is_error: true,
+            stats: CallStats::default(),
+        }
+    }
+
+    /// The same result with `stats` attached.
+    #[must_use]
+    pub fn with_stats(mut self, stats: CallStats) -> Self {
+        self.stats = stats;
+        self
+    }
+
+    /// A tool execution error the model can read and act on.
+    pub fn error(text: impl Into<String>) -> Self {
+        Self {
+            is_error: true,
+            ..Self::text(text)
+        }
+    }
+
+    /// A result made of arbitrary content blocks.
+    pub fn blocks(content: Vec<Value>) -> Self {
+        Self {
+            content,
+            structured_content: None,
+            is_error: false,
+            stats: CallStats::default(),
+        }
+    }
+}
+
+/// The bytes `value` adds to a result made with [`CallToolResult::structured`]: once as
+/// `structuredContent`, once more as the text mirror, a JSON string of the same text in
+/// which every quote and backslash gains a backslash (compact JSON has no raw control
+/// characters left to escape). Tools that fill a list up to the response budget add this
+/// per item.
+pub fn structured_cost(value: &Value) -> usize {
+    /// Counts the text and the bytes a JSON string of it would escape, without keeping it.
+    #[derive(Default)]
+    struct Cost {
+        bytes: usize,
+        escapes: usize,
+    }
+    impl std::io::Write for Cost {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.bytes += buf.len();
+            self.escapes += buf.iter().filter(|b| matches!(b, b'"' | b'\\')).count();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut cost = Cost::default();
+    if serde_json::to_writer(&mut cost, value).is_err() {
+        return usize::MAX;
+    }
+    cost.bytes * 2 + cost.escapes
+}
+
+/// An `io::Write` that only counts: measures serialised size without a buffer.
+#[derive(Default)]
+pub(crate) struct ByteCounter(pub(crate) usize);
+
+impl std::io::Write for ByteCounter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// How a tool, resource or prompt body can fail.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    /// The tool ran and failed in a way the model should see and can act on; becomes an
+    /// `isError` result (2025-11-25 tools §Error Handling).
+    #[error("{0}")]
+    Execution(String),
+    /// The request's own parameters are wrong in a way only the body can tell (for example
+    /// a tampered `requestState`); becomes a -32602 protocol error.
+    #[error("{0}")]
+    InvalidParams(String),
+    /// The tool failed and has shaped the `isError` result itself (structured detail the
+    /// model can act on, plus [`CallStats`] for the log).
+    #[error("the tool failed with a detailed result")]
+    Detailed(Box<CallToolResult>),
+    /// Something broke on our side. The client gets an opaque -32603; the cause is logged.
+    #[error("internal failure")]
+    Internal(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// What one `tools/call` did, for the request's log line and metrics.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallRecord {
+    /// The name the call asked for; see `known_tool`.
+    pub tool: String,
+    /// `tool` names a registered tool (callers can send any name).
+    pub known_tool: bool,
+    /// The result was an `isError` result (or the call was refused as one).
+    pub is_error: bool,
+    /// The result was over the response budget and replaced.
+    pub over_budget: bool,
+    /// What the tool body reported about its run.
+    pub stats: CallStats,
+}

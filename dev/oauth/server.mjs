@@ -174,6 +174,13 @@ provider.use(async (ctx, next) => {
   await next();
 });
 
+// Why a request was refused, in the log (the library's detail, never a code or token).
+for (const event of ['grant.error', 'authorization.error', 'registration_create.error', 'server_error']) {
+  provider.on(event, (_ctx, err) => {
+    console.log(JSON.stringify({ msg: event, error: err.error ?? err.name, detail: err.error_detail ?? err.message }));
+  });
+}
+
 const escape = (s) =>
   String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
 

@@ -54,6 +54,7 @@ export class MemoryProvider {
     this.savedTokens = [];
     this.registrations = 0;
     this.authorizationUrls = [];
+    this._verifiers = new Map();
   }
   get redirectUrl() {
     return this._redirectUrl;
@@ -95,15 +96,27 @@ export class MemoryProvider {
     this._tokens = tokens;
     this.savedTokens.push(tokens);
   }
+  // The SDK saves a verifier, then asks for the user to be sent to the URL built with it. An
+  // SDK may start another authorization while the user is still signing in to the first (a
+  // request in flight meets the same 401 or 403), so, as a real client does, the verifier is
+  // kept per authorization request, keyed by its `state`, and `finishing(state)` picks the one
+  // that belongs to the callback being finished.
   redirectToAuthorization(url) {
-    this.authorizationUrls.push(new URL(url));
+    const parsed = new URL(url);
+    this.authorizationUrls.push(parsed);
+    this._verifiers.set(parsed.searchParams.get('state'), this._lastVerifier);
   }
   saveCodeVerifier(verifier) {
     remember(verifier);
-    this._verifier = verifier;
+    this._lastVerifier = verifier;
   }
   codeVerifier() {
-    return this._verifier;
+    return this._finishing ?? this._lastVerifier;
+  }
+  finishing(callbackUrl) {
+    const verifier = this._verifiers.get(callbackUrl.searchParams.get('state'));
+    assert.ok(verifier, 'the callback answers an authorization request this client made');
+    this._finishing = verifier;
   }
 }
 

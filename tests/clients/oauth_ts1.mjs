@@ -38,6 +38,7 @@ try {
   const { url, steps } = await signIn(await browser.newContext(), callback, authorization, { user: 'alice', wrongPasswordFirst: true });
   assert.deepEqual(steps, ['login', 'refused', 'login', 'consent']);
   const transport = new StreamableHTTPClientTransport(new URL(MCP_URL), { authProvider: provider });
+  provider.finishing(url);
   await transport.finishAuth(url.searchParams.get('code'));
   const first = provider.tokens();
   const claims = claimsOf(first.access_token);

@@ -56,6 +56,7 @@ try {
   assert.deepEqual(denied.steps, ['login', 'consent']);
   assert.ok(fetched >= 1, 'the authorization server fetched the metadata document');
   let t = transport();
+  provider.finishing(denied.url);
   await t.finishAuth(denied.url.searchParams);
   const narrow = claimsOf(provider.tokens().access_token);
   assert.equal(narrow.aud, MCP_URL);
@@ -71,6 +72,7 @@ try {
   const allowed = await signIn(context, callback, stepUp, { user: 'bob' });
   assert.deepEqual(allowed.steps, ['consent']);
   t = transport();
+  provider.finishing(allowed.url);
   await t.finishAuth(allowed.url.searchParams);
   assert.ok(claimsOf(provider.tokens().access_token).scope.split(' ').includes('events:read'));
 
@@ -79,7 +81,10 @@ try {
   assert.ok(tools.tools.some((tool) => tool.name === 'query_events'));
   const n = checkEvents(await client.callTool({ name: 'query_events', arguments: { limit: 5 } }), 'tenant-b');
   await client.close();
-  console.log(`typescript sdk v2 oauth (CIMD, PKCE, browser sign-in, scope step-up): ok, ${n} events of tenant-b`);
+  console.log(
+    `typescript sdk v2 oauth (CIMD, PKCE, browser sign-in, scope step-up): ok, ${n} events of tenant-b; ` +
+      `${provider.authorizationUrls.length} authorization requests started by the SDK`,
+  );
 } finally {
   await browser.close();
   await callback.close();

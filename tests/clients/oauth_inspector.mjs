@@ -12,7 +12,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 
-import { MCP_URL, checkAuthorizationRequest, checkEvents, freePort, launchBrowser, signInToListener } from './oauth_kit.mjs';
+import {
+  MCP_URL, checkAuthorizationRequest, checkEvents, closeBrowser, freePort, launchBrowser, signInToListener,
+} from './oauth_kit.mjs';
 
 const era = process.argv[2] ?? 'auto';
 // The Inspector keeps its OAuth state under ~/.mcp-inspector: a home of its own.
@@ -69,6 +71,6 @@ try {
   checkEvents((await second.result).result ?? (await second.result), 'tenant-a');
   console.log(`mcp inspector (${era}; DCR, chromium sign-in on its own callback, stored sign-in reused): ok, ${n} events of tenant-a`);
 } finally {
-  await browser.close();
+  await closeBrowser(browser);
   rmSync(home, { recursive: true, force: true });
 }

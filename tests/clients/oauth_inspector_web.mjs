@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 
-import { ISSUER, MCP_URL, freePort, launchBrowser, tenantsOf } from './oauth_kit.mjs';
+import { ISSUER, MCP_URL, closeBrowser, freePort, launchBrowser, tenantsOf } from './oauth_kit.mjs';
 
 const home = mkdtempSync(join(tmpdir(), 'inspector-web-home-'));
 const port = await freePort();
@@ -76,7 +76,7 @@ try {
   assert.deepEqual(tenantsOf(ids), ['tenant-b']);
   console.log(`mcp inspector web ui (browser OAuth, no token pasted): connected, 6 tools, query_events shows ${ids.length} events of tenant-b`);
 } finally {
-  await browser.close();
+  await closeBrowser(browser);
   inspector.kill();
   rmSync(home, { recursive: true, force: true });
 }

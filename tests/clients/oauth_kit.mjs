@@ -148,6 +148,14 @@ export async function launchBrowser() {
   });
 }
 
+// Closes the browser, but waits at most 15 s for it: a chromium that hangs on close must not
+// hold the test (scripts/test also bounds every chain).
+export async function closeBrowser(browser) {
+  let timer;
+  await Promise.race([browser.close(), new Promise((resolve) => (timer = setTimeout(resolve, 15000)))]);
+  clearTimeout(timer);
+}
+
 // Sends the browser to `authorizationUrl` and acts as the user until the authorization
 // server redirects to the client's callback: signs in (first with a wrong password, which
 // the real login page must refuse), leaves the scopes in `deny` unchecked on the consent
@@ -188,7 +196,9 @@ export async function signIn(context, callback, authorizationUrl, { user, deny =
       }
     }
   } finally {
-    await page.close();
+    // Not awaited: the code is short-lived (60 s) and is redeemed next; a browser slow to
+    // close a tab must not let it expire.
+    page.close().catch(() => {});
   }
   const url = await arrived;
   assert.equal(url.searchParams.get('iss'), ISSUER, 'RFC 9207: the authorization response names its issuer');

@@ -12,7 +12,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 
-import { MCP_URL, checkAuthorizationRequest, checkEvents, freePort, launchBrowser, signInToListener } from './oauth_kit.mjs';
+import {
+  MCP_URL, checkAuthorizationRequest, checkEvents, closeBrowser, freePort, launchBrowser, signInToListener,
+} from './oauth_kit.mjs';
 
 const configDir = mkdtempSync(join(tmpdir(), 'mcp-remote-'));
 const port = await freePort();
@@ -75,6 +77,6 @@ try {
   console.log(`mcp-remote (stdio bridge, DCR, PKCE, browser sign-in on its own callback): ok, ${n} events of tenant-a`);
 } finally {
   child.kill();
-  await browser.close();
+  await closeBrowser(browser);
   rmSync(configDir, { recursive: true, force: true });
 }

@@ -14,7 +14,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 import {
-  ISSUER, MCP_URL, MemoryProvider, callbackListener, checkAuthorizationRequest, checkEvents, claimsOf,
+  ISSUER, MCP_URL, MemoryProvider, callbackListener, checkAuthorizationRequest, checkEvents, claimsOf, closeBrowser,
   launchBrowser, signIn,
 } from './oauth_kit.mjs';
 
@@ -62,6 +62,6 @@ try {
   await client.close();
   console.log(`typescript sdk v1 oauth (DCR, PKCE, browser sign-in, refresh): ok, ${n} events of tenant-a`);
 } finally {
-  await browser.close();
+  await closeBrowser(browser);
   await callback.close();
 }

@@ -12,8 +12,8 @@ import { createServer } from 'node:https';
 import { Client, StreamableHTTPClientTransport, UnauthorizedError } from '@modelcontextprotocol/client';
 
 import {
-  MCP_URL, MemoryProvider, callbackListener, checkAuthorizationRequest, checkEvents, claimsOf, launchBrowser,
-  signIn,
+  MCP_URL, MemoryProvider, callbackListener, checkAuthorizationRequest, checkEvents, claimsOf, closeBrowser,
+  launchBrowser, signIn,
 } from './oauth_kit.mjs';
 
 const callback = await callbackListener();
@@ -86,7 +86,7 @@ try {
       `${provider.authorizationUrls.length} authorization requests started by the SDK`,
   );
 } finally {
-  await browser.close();
+  await closeBrowser(browser);
   await callback.close();
   cimd.close();
 }

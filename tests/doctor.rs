@@ -11,60 +11,37 @@ use std::time::Duration;
 
 use devtools::doctor::{Outcome, Report, diagnose};
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
-/// A loopback site answering fixed documents by path; POST to `/mcp` gets the endpoint's
-/// challenge (401 with `resource_metadata`).
+use crate::support::site::{self, Reply};
+
+/// A loopback site answering fixed documents by method and path; a 401 entry's text is the
+/// challenge (`WWW-Authenticate`) of an endpoint.
 struct Site {
     origin: String,
-    listener: Option<TcpListener>,
+    listener: TcpListener,
 }
 
 impl Site {
     async fn bind() -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let origin = format!("http://{}", listener.local_addr().unwrap());
-        Self {
-            origin,
-            listener: Some(listener),
-        }
+        Self { origin, listener }
     }
 
-    fn serve(&mut self, documents: HashMap<String, (u16, String)>) {
-        let listener = self.listener.take().unwrap();
+    fn serve(self, documents: HashMap<String, (u16, String)>) {
         let documents = Arc::new(documents);
-        tokio::spawn(async move {
-            while let Ok((mut socket, _)) = listener.accept().await {
-                let documents = documents.clone();
-                tokio::spawn(async move {
-                    let mut buf = Vec::new();
-                    let mut chunk = [0u8; 4096];
-                    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
-                        match socket.read(&mut chunk).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                        }
-                    }
-                    let head = String::from_utf8_lossy(&buf).into_owned();
-                    let mut words = head.split_whitespace();
-                    let key = format!("{} {}", words.next().unwrap(), words.next().unwrap());
-                    let (status, extra, body) = match documents.get(&key) {
-                        Some((401, challenge)) => (
-                            401,
-                            format!("www-authenticate: {challenge}\r\n"),
-                            "{}".to_owned(),
-                        ),
-                        Some((status, body)) => (*status, String::new(), body.clone()),
-                        None => (404, String::new(), "{}".to_owned()),
-                    };
-                    let response = format!(
-                        "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\n{extra}content-length: {}\r\nconnection: close\r\n\r\n{body}",
-                        body.len()
-                    );
-                    let _ = socket.write_all(response.as_bytes()).await;
-                });
-            }
+        site::serve(self.listener, move |method, path| {
+            let reply = match documents.get(&format!("{method} {path}")) {
+                Some((401, challenge)) => Reply {
+                    status: 401,
+                    headers: vec![("www-authenticate", challenge.clone())],
+                    body: "{}".into(),
+                },
+                Some((status, body)) => Reply::json(*status, body.clone()),
+                None => Reply::json(404, "{}"),
+            };
+            async move { Some(reply) }
         });
     }
 }
@@ -80,7 +57,7 @@ async fn deployment(
     advertised_issuer: Option<&str>,
     mut as_metadata: Value,
 ) -> Report {
-    let mut site = Site::bind().await;
+    let site = Site::bind().await;
     let origin = site.origin.clone();
     let mcp = format!("{origin}/mcp");
     let issuer = format!("{origin}{issuer_path}");
@@ -263,7 +240,7 @@ async fn an_unreachable_endpoint_is_one_named_line() {
 
 #[tokio::test]
 async fn an_endpoint_that_asks_for_no_token_is_open_to_every_client_and_says_so() {
-    let mut site = Site::bind().await;
+    let site = Site::bind().await;
     let url = format!("{}/mcp", site.origin);
     let mut docs = HashMap::new();
     docs.insert(

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 
 import {
-  MCP_URL, checkAuthorizationRequest, checkEvents, closeBrowser, freePort, launchBrowser, signInToListener,
+  MCP_URL, checkAuthorizationRequest, checkEvents, closeBrowser, freePort, launchBrowser, signIn,
 } from './oauth_kit.mjs';
 
 const era = process.argv[2] ?? 'auto';
@@ -63,7 +63,7 @@ try {
   const url = await Promise.race([first.prompt, first.exited.then((c) => assert.fail(`exited ${c} before asking to sign in`))]);
   checkAuthorizationRequest(url, { scope: 'events:read' });
   assert.equal(url.searchParams.get('redirect_uri'), callbackUrl);
-  await signInToListener(browser, url, callbackUrl, 'alice');
+  await signIn(await browser.newContext(), url, { user: 'alice' });
   const n = checkEvents((await first.result).result ?? (await first.result), 'tenant-a');
 
   // Signed in: the next run uses the stored token and never asks for a browser.

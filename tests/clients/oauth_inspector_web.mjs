@@ -12,7 +12,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 
-import { ISSUER, MCP_URL, closeBrowser, freePort, launchBrowser, tenantsOf } from './oauth_kit.mjs';
+import {
+  MCP_URL, actAsUser, checkAuthorizationResponse, closeBrowser, freePort, launchBrowser, tenantsOf,
+} from './oauth_kit.mjs';
 
 const home = mkdtempSync(join(tmpdir(), 'inspector-web-home-'));
 const port = await freePort();
@@ -53,14 +55,16 @@ try {
   const page = await (await browser.newContext({ viewport: { width: 1400, height: 900 } })).newPage();
   await page.goto(`http://127.0.0.1:${port}/?MCP_INSPECTOR_API_TOKEN=${apiToken}`);
   // The server card's switch ("Connect or disconnect"): the Inspector meets the 401 and sends
-  // this very tab to the authorization server.
-  await page.locator('.mantine-Switch-track').first().click();
-  await page.waitForURL((u) => u.origin === ISSUER, { timeout: 30000 });
-  await page.fill('input[name=username]', 'bob');
-  await page.fill('input[name=password]', 'bob-password');
-  await Promise.all([page.waitForEvent('framenavigated'), page.click('button[type=submit]')]);
-  await page.click('button[value=allow]');
-  await page.waitForURL((u) => u.port === String(port) && !u.pathname.startsWith('/oauth'), { timeout: 30000 });
+  // this very tab to the authorization server; the user signs in and allows, and the tab lands
+  // on the Inspector's own callback page.
+  const { url, steps } = await actAsUser(
+    page,
+    `http://127.0.0.1:${port}/oauth/callback`,
+    () => page.locator('.mantine-Switch-track').first().click(),
+    { user: 'bob' },
+  );
+  assert.deepEqual(steps, ['login', 'consent']);
+  checkAuthorizationResponse(url);
   await page.getByText('Connected', { exact: true }).waitFor({ timeout: 30000 });
 
   await page.getByText('Tools', { exact: true }).first().click();

@@ -1,7 +1,8 @@
 // What every OAuth client chain in scripts/test shares: an in-memory OAuthClientProvider (the
 // shape both TypeScript SDKs take), a loopback callback listener (what Claude Code and
 // mcp-remote run), the user's sign-in in a real browser (Debian chromium driven by
-// playwright-core), and a check of returned events against the database.
+// playwright-core) wherever the client's callback listens, and a check of returned events
+// against the database.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -22,24 +23,17 @@ export function remember(...secrets) {
   for (const secret of secrets) if (file && secret) appendFileSync(file, `${secret}\n`);
 }
 
-// A loopback redirect target (RFC 8252 §7.3). `next()` resolves with the callback URL the
-// browser was sent to.
+// A loopback redirect target (RFC 8252 §7.3), as Claude Code and mcp-remote run: it answers
+// the browser's landing; the sign-in reads the code from where the browser landed.
 export async function callbackListener() {
-  let deliver;
-  let pending = new Promise((resolve) => (deliver = resolve));
   const server = createServer((req, res) => {
-    const url = new URL(req.url, `http://${req.headers.host}`);
-    if (url.pathname !== '/callback') {
-      res.writeHead(404).end();
-      return;
-    }
-    res.writeHead(200, { 'content-type': 'text/html' }).end('<p>Signed in. You can close this window.</p>');
-    deliver(url);
-    pending = new Promise((resolve) => (deliver = resolve));
+    const found = new URL(req.url, 'http://127.0.0.1').pathname === '/callback';
+    res.writeHead(found ? 200 : 404, { 'content-type': 'text/html' });
+    res.end(found ? '<p>Signed in. You can close this window.</p>' : '');
   });
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${server.address().port}/callback`;
-  return { url, next: () => pending, close: () => new Promise((resolve) => server.close(resolve)) };
+  return { url, close: () => new Promise((resolve) => server.close(resolve)) };
 }
 
 // The OAuthClientProvider both SDKs call: registration, tokens and the PKCE verifier kept in
@@ -156,75 +150,79 @@ export async function closeBrowser(browser) {
   clearTimeout(timer);
 }
 
-// Sends the browser to `authorizationUrl` and acts as the user until the authorization
-// server redirects to the client's callback: signs in (first with a wrong password, which
-// the real login page must refuse), leaves the scopes in `deny` unchecked on the consent
-// page, allows. Returns the callback URL, after checking RFC 9207 `iss` and `state`.
-export async function signIn(context, callback, authorizationUrl, { user, deny = [], wrongPasswordFirst = false }) {
-  const arrived = callback.next();
-  const page = await context.newPage();
+// Acts as the user in the authorization server's pages until the browser lands on
+// `redirectUri`: signs in (first with a wrong password, which the real login page must
+// refuse), leaves the scopes in `deny` unchecked on the consent page, allows. `start` sends the
+// page on its way (a goto, or a click in a client's own UI) once the landing is watched for.
+// Returns the URL the browser landed on (the client's callback, whoever listens there) and
+// the pages the user went through.
+export async function actAsUser(page, redirectUri, start, { user, deny = [], wrongPasswordFirst = false }) {
+  let landedAt;
+  const arrived = page
+    .waitForURL(
+      (u) => {
+        if (u.href.startsWith(redirectUri)) landedAt ??= new URL(u.href);
+        return landedAt !== undefined;
+      },
+      // The callback may move on at once (a web client's own redirect): its commit is enough.
+      { timeout: 60000, waitUntil: 'commit' },
+    )
+    .then(() => 'callback');
+  arrived.catch(() => {}); // a sign-in that fails elsewhere must not add an unhandled rejection
+  await start();
   const steps = [];
-  try {
-    await page.goto(authorizationUrl.href);
-    for (;;) {
-      const step = await Promise.race([
-        arrived.then(() => 'callback'),
-        page
-          .waitForSelector('form[action$="/login"], form[action$="/confirm"]', { timeout: 20000 })
-          .then((form) => form.getAttribute('action')),
-      ]);
-      if (step === 'callback') break;
-      assert.ok(steps.length < 6, `the sign-in does not end: ${steps.join(', ')}`);
-      if (step.endsWith('/login')) {
-        steps.push('login');
-        if (wrongPasswordFirst) {
-          wrongPasswordFirst = false;
-          await page.fill('input[name=username]', user);
-          await page.fill('input[name=password]', 'not-the-password');
-          await Promise.all([page.waitForEvent('framenavigated'), page.click('button[type=submit]')]);
-          assert.match(await page.textContent('[role=alert]'), /wrong password/);
-          steps.push('refused');
-          continue;
-        }
-        await page.fill('input[name=username]', user);
-        await page.fill('input[name=password]', `${user}-password`);
-        await Promise.all([page.waitForEvent('framenavigated'), page.click('button[type=submit]')]);
-      } else {
-        steps.push('consent');
-        for (const scope of deny) await page.uncheck(`input[name=scope][value="${scope}"]`);
-        await Promise.all([page.waitForEvent('framenavigated'), page.click('button[value=allow]')]);
+  for (;;) {
+    const step = await Promise.race([
+      arrived,
+      page
+        .waitForSelector('form[action$="/login"], form[action$="/confirm"]', { timeout: 20000 })
+        .then((form) => form.getAttribute('action')),
+    ]);
+    if (step === 'callback') break;
+    assert.ok(steps.length < 6, `the sign-in does not end: ${steps.join(', ')}`);
+    if (step.endsWith('/login')) {
+      steps.push('login');
+      const refusedFirst = wrongPasswordFirst;
+      wrongPasswordFirst = false;
+      await page.fill('input[name=username]', user);
+      await page.fill('input[name=password]', refusedFirst ? 'not-the-password' : `${user}-password`);
+      await Promise.all([page.waitForEvent('framenavigated'), page.click('button[type=submit]')]);
+      if (refusedFirst) {
+        assert.match(await page.textContent('[role=alert]'), /wrong password/);
+        steps.push('refused');
       }
+    } else {
+      steps.push('consent');
+      for (const scope of deny) await page.uncheck(`input[name=scope][value="${scope}"]`);
+      await Promise.all([page.waitForEvent('framenavigated'), page.click('button[value=allow]')]);
     }
+  }
+  return { url: landedAt, steps };
+}
+
+// What MCP authorization requires of the authorization response: a code, and `iss` naming
+// the issuer (RFC 9207); with the request's `state` when the caller knows it.
+export function checkAuthorizationResponse(url, state) {
+  assert.equal(url.searchParams.get('iss'), ISSUER, 'RFC 9207: the authorization response names its issuer');
+  if (state !== undefined) assert.equal(url.searchParams.get('state'), state);
+  assert.ok(url.searchParams.get('code'), `no code in the callback: ${url.searchParams.get('error')}`);
+  remember(url.searchParams.get('code'));
+}
+
+// Sends a new tab of `context` (which keeps the authorization server's session across
+// sign-ins) to `authorizationUrl`, acts as the user, and checks the authorization response.
+export async function signIn(context, authorizationUrl, options) {
+  const page = await context.newPage();
+  try {
+    const redirectUri = authorizationUrl.searchParams.get('redirect_uri');
+    const result = await actAsUser(page, redirectUri, () => page.goto(authorizationUrl.href), options);
+    checkAuthorizationResponse(result.url, authorizationUrl.searchParams.get('state'));
+    return result;
   } finally {
     // Not awaited: the code is short-lived (60 s) and is redeemed next; a browser slow to
     // close a tab must not let it expire.
     page.close().catch(() => {});
   }
-  const url = await arrived;
-  assert.equal(url.searchParams.get('iss'), ISSUER, 'RFC 9207: the authorization response names its issuer');
-  assert.equal(url.searchParams.get('state'), authorizationUrl.searchParams.get('state'));
-  assert.ok(url.searchParams.get('code'), `no code in the callback: ${url.searchParams.get('error')}`);
-  remember(url.searchParams.get('code'));
-  return { url, steps };
-}
-
-// For clients that run their own callback listener (mcp-remote, the Inspector): the user
-// signs in as `user` and allows everything in a fresh browser context, and the browser is
-// watched landing on `callbackUrl`. Returns the landing URL, after checking RFC 9207 `iss`.
-export async function signInToListener(browser, authorizationUrl, callbackUrl, user) {
-  const page = await (await browser.newContext()).newPage();
-  const landed = page.waitForURL((u) => u.href.startsWith(callbackUrl), { timeout: 30000 });
-  await page.goto(authorizationUrl.href);
-  await page.fill('input[name=username]', user);
-  await page.fill('input[name=password]', `${user}-password`);
-  await Promise.all([page.waitForEvent('framenavigated'), page.click('button[type=submit]')]);
-  await page.click('button[value=allow]');
-  await landed;
-  const url = new URL(page.url());
-  assert.equal(url.searchParams.get('iss'), ISSUER, 'RFC 9207: the authorization response names its issuer');
-  assert.ok(url.searchParams.get('code'), 'the callback carried a code');
-  remember(url.searchParams.get('code'));
-  return url;
 }
 
 // A port on 127.0.0.1 nobody listens on, for a client's own callback listener.

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 
 import {
-  MCP_URL, checkAuthorizationRequest, checkEvents, closeBrowser, freePort, launchBrowser, signInToListener,
+  MCP_URL, checkAuthorizationRequest, checkEvents, closeBrowser, freePort, launchBrowser, signIn,
 } from './oauth_kit.mjs';
 
 const configDir = mkdtempSync(join(tmpdir(), 'mcp-remote-'));
@@ -65,7 +65,7 @@ try {
   checkAuthorizationRequest(url, { scope: 'events:read' });
   assert.equal(url.searchParams.get('redirect_uri'), `http://127.0.0.1:${port}/oauth/callback`);
   // mcp-remote's own listener receives the callback.
-  await signInToListener(browser, url, `http://127.0.0.1:${port}/oauth/callback`, 'alice');
+  await signIn(await browser.newContext(), url, { user: 'alice' });
 
   const init = await initialized;
   assert.ok(init.result, JSON.stringify(init));

@@ -35,7 +35,7 @@ try {
   const [authorization] = provider.authorizationUrls;
   checkAuthorizationRequest(authorization, { clientId: provider.client.client_id, scope: 'events:read' });
 
-  const { url, steps } = await signIn(await browser.newContext(), callback, authorization, { user: 'alice', wrongPasswordFirst: true });
+  const { url, steps } = await signIn(await browser.newContext(), authorization, { user: 'alice', wrongPasswordFirst: true });
   assert.deepEqual(steps, ['login', 'refused', 'login', 'consent']);
   const transport = new StreamableHTTPClientTransport(new URL(MCP_URL), { authProvider: provider });
   provider.finishing(url);

@@ -52,7 +52,7 @@ try {
   checkAuthorizationRequest(first, { clientId, scope: 'events:read' });
 
   // The user unchecks events:read on the consent page.
-  const denied = await signIn(context, callback, first, { user: 'bob', deny: ['events:read'] });
+  const denied = await signIn(context, first, { user: 'bob', deny: ['events:read'] });
   assert.deepEqual(denied.steps, ['login', 'consent']);
   assert.ok(fetched >= 1, 'the authorization server fetched the metadata document');
   let t = transport();
@@ -69,7 +69,7 @@ try {
   const stepUp = provider.authorizationUrls[1];
   checkAuthorizationRequest(stepUp, { clientId, scope: 'events:read' });
   // Signed in already: only the consent page, this time allowing everything.
-  const allowed = await signIn(context, callback, stepUp, { user: 'bob' });
+  const allowed = await signIn(context, stepUp, { user: 'bob' });
   assert.deepEqual(allowed.steps, ['consent']);
   t = transport();
   provider.finishing(allowed.url);

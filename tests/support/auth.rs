@@ -15,8 +15,9 @@ use mcp::{App, Config};
 use mcp_auth::{AudienceBinding, AuthConfig, KeySet, KeysConfig, RemoteKeysConfig};
 use mcp_protocol::{CallToolResult, Outcome, Owner, Server, ToolDef, Tools};
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
+
+use super::site::{self, Reply};
 
 pub(crate) const ISSUER: &str = "https://issuer.example.com/";
 pub(crate) const RESOURCE: &str = "https://mcp.example.com/prod/mcp";
@@ -259,37 +260,18 @@ impl JwksServer {
         let mode = Arc::new(Mutex::new(mode));
         let hits = Arc::new(AtomicUsize::new(0));
         let (m, h) = (mode.clone(), hits.clone());
-        tokio::spawn(async move {
-            loop {
-                let Ok((mut socket, _)) = listener.accept().await else {
-                    return;
-                };
-                let (m, h) = (m.clone(), h.clone());
-                tokio::spawn(async move {
-                    let mut buf = Vec::new();
-                    let mut chunk = [0u8; 1024];
-                    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
-                        match socket.read(&mut chunk).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                        }
+        site::serve(listener, move |_, _| {
+            h.fetch_add(1, Ordering::SeqCst);
+            let mode = m.lock().unwrap().clone();
+            async move {
+                match mode {
+                    Mode::Serve(body) => Some(Reply::json(200, body)),
+                    Mode::Status(code) => Some(Reply::json(code, "<html>error</html>")),
+                    Mode::Hang => {
+                        tokio::time::sleep(Duration::from_secs(60)).await;
+                        None
                     }
-                    h.fetch_add(1, Ordering::SeqCst);
-                    let mode = m.lock().unwrap().clone();
-                    let (status, body) = match mode {
-                        Mode::Serve(body) => (200, body),
-                        Mode::Status(code) => (code, "<html>error</html>".to_owned()),
-                        Mode::Hang => {
-                            tokio::time::sleep(Duration::from_secs(60)).await;
-                            return;
-                        }
-                    };
-                    let response = format!(
-                        "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                        body.len()
-                    );
-                    let _ = socket.write_all(response.as_bytes()).await;
-                });
+                }
             }
         });
         Self { url, mode, hits }

@@ -226,38 +226,28 @@ async fn walk(http: &reqwest::Client, url: &str, report: &mut Report) -> Option<
         return Some(Vec::new());
     }
 
-    // 2. The protected resource metadata.
-    let mut candidates = Vec::new();
-    if let Some(at) = &challenged_at {
-        candidates.push(("the challenge's resource_metadata", at.clone()));
-    }
+    // 2. The protected resource metadata. A client that got a resource_metadata URL never
+    // looks at the well-known locations; their absence matters only without it.
     let (origin, path) = split_origin(&resource);
-    candidates.push((
+    let well_known_missing = match challenged_at {
+        Some(_) => Missing(Outcome::Pass, "; clients use the challenge's URL"),
+        None => Missing(Outcome::Warn, ""),
+    };
+    let mut locations = Vec::new();
+    if let Some(at) = challenged_at {
+        locations.push(("the challenge's", at, Missing(Outcome::Warn, "")));
+    }
+    locations.push((
         "RFC 9728 path-inserted",
         format!("{origin}/.well-known/oauth-protected-resource{path}"),
+        well_known_missing,
     ));
-    candidates.push((
+    locations.push((
         "RFC 9728 root",
         format!("{origin}/.well-known/oauth-protected-resource"),
+        well_known_missing,
     ));
-    let mut prm: Option<Value> = None;
-    for (label, at) in candidates {
-        match fetch_json(http, &at).await {
-            Ok(doc) => {
-                report.pass(format!("resource metadata found at {at} ({label})"));
-                prm.get_or_insert(doc);
-            }
-            // A client that got a resource_metadata URL never looks at the well-known
-            // locations; only their absence together with the challenge's matters.
-            Err(e) if challenged_at.is_some() && label != "the challenge's resource_metadata" => {
-                report.pass(format!(
-                    "no resource metadata at {at} ({label}: {e}); clients use the challenge's URL"
-                ));
-            }
-            Err(e) => report.warn(format!("resource metadata not at {at} ({label}): {e}")),
-        }
-    }
-    let Some(prm) = prm else {
+    let Some(prm) = first_document(http, report, "", "resource metadata", locations).await else {
         report.fail(
             "no protected resource metadata anywhere a client looks: nothing can be discovered",
         );
@@ -358,30 +348,23 @@ async fn authorization_server(
     let mut server = Server::default();
     let (origin, path) = split_origin(issuer);
     let trimmed = issuer.trim_end_matches('/');
-    let locations = [
+    let locations = vec![
         (
             "RFC 8414",
             format!("{origin}/.well-known/oauth-authorization-server{path}"),
+            Missing(
+                Outcome::Warn,
+                ": clients of MCP 2025-03-26 and 2025-06-18 look only there",
+            ),
         ),
         (
             "OpenID discovery",
             format!("{trimmed}/.well-known/openid-configuration"),
+            Missing(Outcome::Warn, ""),
         ),
     ];
-    let mut metadata = None;
-    for (label, at) in &locations {
-        match fetch_json(http, at).await {
-            Ok(doc) => {
-                report.pass(format!("{issuer}: {label} metadata at {at}"));
-                metadata.get_or_insert(doc);
-            }
-            Err(e) if *label == "RFC 8414" => report.warn(format!(
-                "{issuer}: no RFC 8414 metadata at {at} ({e}): clients of MCP 2025-03-26 and 2025-06-18 look only there"
-            )),
-            Err(e) => report.warn(format!("{issuer}: no OpenID discovery at {at} ({e})")),
-        }
-    }
-    let Some(meta) = metadata else {
+    let prefix = format!("{issuer}: ");
+    let Some(meta) = first_document(http, report, &prefix, "metadata", locations).await else {
         report.fail(format!(
             "{issuer}: no authorization server metadata: clients cannot find its endpoints"
         ));
@@ -631,6 +614,35 @@ fn param(header: &str, name: &str) -> Option<String> {
         rest = remainder.trim_start().trim_start_matches(',').trim_start();
     }
     None
+}
+
+/// How a location that holds no document is reported, and why it matters.
+#[derive(Clone, Copy)]
+struct Missing(Outcome, &'static str);
+
+/// Fetches the JSON document `what` at each location in turn (label, URL, how its absence is
+/// reported), reports every one, and returns the first found: clients try the same places.
+async fn first_document(
+    http: &reqwest::Client,
+    report: &mut Report,
+    prefix: &str,
+    what: &str,
+    locations: Vec<(&str, String, Missing)>,
+) -> Option<Value> {
+    let mut found = None;
+    for (label, at, Missing(outcome, why)) in locations {
+        match fetch_json(http, &at).await {
+            Ok(doc) => {
+                report.pass(format!("{prefix}{label} {what} at {at}"));
+                found.get_or_insert(doc);
+            }
+            Err(e) => report.push(
+                outcome,
+                format!("{prefix}no {label} {what} at {at} ({e}){why}"),
+            ),
+        }
+    }
+    found
 }
 
 async fn fetch_json(http: &reqwest::Client, url: &str) -> Result<Value, String> {

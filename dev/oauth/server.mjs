@@ -31,6 +31,7 @@ const port = Number(process.env.AS_PORT ?? 9100);
 const issuer = `http://127.0.0.1:${port}`;
 const resource = process.env.MCP_RESOURCE_URL;
 const otherResource = process.env.OTHER_RESOURCE_URL ?? 'https://other-api.example/';
+const RESOURCES = [resource, otherResource];
 if (!resource) {
   console.error('MCP_RESOURCE_URL is required (the MCP URL tokens are issued for)');
   process.exit(2);
@@ -106,7 +107,7 @@ const provider = new Provider(issuer, {
     if (!grant || decided) return grant;
     const rejected = new Set([
       ...grant.getRejectedOIDCScope().split(' '),
-      ...[resource, otherResource].flatMap((r) => grant.getRejectedResourceScope(r).split(' ')),
+      ...RESOURCES.flatMap((r) => grant.getRejectedResourceScope(r).split(' ')),
     ]);
     const asked = String(ctx.oidc.params.scope ?? '').split(' ');
     return asked.some((s) => s && rejected.has(s)) ? undefined : grant;
@@ -127,7 +128,7 @@ const provider = new Provider(issuer, {
       defaultResource: () => resource,
       useGrantedResource: () => true,
       getResourceServerInfo(_ctx, indicator, client) {
-        if (indicator !== resource && indicator !== otherResource) throw new errors.InvalidTarget();
+        if (!RESOURCES.includes(indicator)) throw new errors.InvalidTarget();
         const short = client.clientName?.includes(SHORT_LIVED_MARKER);
         return {
           scope: RESOURCE_SCOPES.join(' '),

@@ -230,3 +230,33 @@ async fn a_slow_network_is_bounded_by_the_deadline_and_a_cut_stream_by_one_retry
         proxy.live()
     );
 }
+
+/// A stored schema that drifted from what this build reads (here `entity_state.state` is
+/// text, not jsonb) is an `isError` result that says it is our fault, and other tools keep
+/// working: never a panic, never the column's name or type on the wire.
+#[tokio::test]
+async fn a_drifted_column_is_an_error_result_not_a_panic() {
+    let db = fixture().await;
+    db.admin
+        .batch_execute("ALTER TABLE entity_state ALTER COLUMN state TYPE text USING state::text")
+        .await
+        .unwrap();
+    let store = db.store("mcp_endpoint", Duration::from_secs(5));
+    let (app, _) = app_with_budget(store, mcp_protocol::server::DEFAULT_RESPONSE_BUDGET);
+    let acme = token(Some("acme"));
+    let a = call(
+        &app,
+        &acme,
+        "get_entity_state",
+        json!({"entity_id": "svc-a"}),
+    )
+    .await;
+    assert_eq!(a.status, 200, "{a:?}");
+    let message = tool_error(&a);
+    assert!(message.contains("server fault"), "{message}");
+    for leak in ["state", "jsonb", "text", "WrongType"] {
+        assert!(!message.contains(leak), "{leak} in {message}");
+    }
+    let a = call(&app, &acme, "query_events", json!({"limit": 2})).await;
+    assert_eq!(ok(&a)["count"], json!(2));
+}

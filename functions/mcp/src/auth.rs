@@ -3,13 +3,14 @@
 
 use std::time::Instant;
 
-use http::HeaderMap;
-use http::header::AUTHORIZATION;
+use http::header::{AUTHORIZATION, RETRY_AFTER};
+use http::{HeaderMap, HeaderValue, StatusCode};
 use mcp_auth::{AuthError, Verifier};
 use mcp_protocol::{Caller, Server};
 use serde_json::{Value, json};
 
 use crate::config::{AuthSetting, Config};
+use crate::wire::Rejection;
 
 /// How this sandbox authenticates requests.
 pub(crate) enum Authenticator {
@@ -112,9 +113,30 @@ impl Authenticator {
         }
     }
 
+    /// The answer to a request whose credentials were refused: 400 for a malformed
+    /// `Authorization` header, 503 + `Retry-After` when the issuer's keys cannot be had (a
+    /// retryable condition on our side, not a verdict on the token), otherwise 401; with
+    /// the challenge that tells the client where to get a token.
+    pub(crate) fn rejection(&self, error: &AuthError) -> Rejection {
+        match error {
+            AuthError::KeysUnavailable => {
+                return Rejection::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "Service unavailable: the token issuer's keys cannot be fetched; retry shortly",
+                )
+                .with_header(RETRY_AFTER, HeaderValue::from_static("5"));
+            }
+            AuthError::MalformedHeader => {
+                Rejection::new(StatusCode::BAD_REQUEST, format!("Bad request: {error}"))
+            }
+            _ => Rejection::new(StatusCode::UNAUTHORIZED, format!("Unauthorized: {error}")),
+        }
+        .with_challenge(self.challenge(error))
+    }
+
     /// `WWW-Authenticate` for a refused token (RFC 6750 §3, MCP 2025-11-25 authorization
     /// §Protected Resource Metadata Discovery). No `error` when no credentials were sent.
-    pub(crate) fn challenge(&self, error: &AuthError) -> Option<String> {
+    fn challenge(&self, error: &AuthError) -> Option<String> {
         let Self::Verify {
             metadata_url,
             scopes,

@@ -2,8 +2,9 @@
 
 use std::time::Duration;
 
-use anyhow::{Context as _, bail};
+use anyhow::bail;
 use mcp_auth::AuthConfig;
+use mcp_env::Env;
 
 /// Everything the HTTP layer needs to know about its deployment.
 #[derive(Debug, Clone)]
@@ -96,7 +97,7 @@ impl Config {
     /// Fails, naming the variable, when a value is malformed. Init errors stop the cold
     /// start loudly instead of serving with a setting silently ignored.
     pub fn from_env() -> anyhow::Result<Self> {
-        let config = Self::from_lookup(|name| std::env::var(name).ok())?;
+        let config = Self::from_lookup(|name| Env::process().var(name))?;
         if matches!(config.auth, AuthSetting::Off) {
             bail!("AUTH_MODE=off is only accepted by the conformance fixture build");
         }
@@ -110,7 +111,7 @@ impl Config {
     ///
     /// See [`Config::from_env`].
     pub fn from_env_allowing_auth_off() -> anyhow::Result<Self> {
-        Self::from_lookup(|name| std::env::var(name).ok())
+        Self::from_lookup(|name| Env::process().var(name))
     }
 
     /// Like [`Config::from_env`], from any name → value lookup (tests use a map).
@@ -119,65 +120,53 @@ impl Config {
     ///
     /// See [`Config::from_env`].
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> anyhow::Result<Self> {
+        let env = Env::new(get);
         let mut config = Self::default();
-        if let Some(path) = get("MCP_PATH") {
+        if let Some(path) = env.var("MCP_PATH") {
             if !path.starts_with('/') || path.len() < 2 || path.ends_with('/') {
                 bail!("MCP_PATH must start with '/' and not end with '/', got {path:?}");
             }
             config.mcp_path = path;
         }
-        if let Some(list) = get("ALLOWED_ORIGINS") {
-            config.allowed_origins = OriginPolicy::List(split_list(&list));
+        if let Some(list) = env.list("ALLOWED_ORIGINS") {
+            config.allowed_origins = OriginPolicy::List(lowercase(list));
         }
-        if let Some(list) = get("ALLOWED_HOSTS") {
-            config.allowed_hosts = if list.trim() == "*" {
+        if let Some(list) = env.list("ALLOWED_HOSTS") {
+            config.allowed_hosts = if list == ["*"] {
                 HostPolicy::Any
             } else {
-                HostPolicy::List(split_list(&list))
+                HostPolicy::List(lowercase(list))
             };
         }
-        if let Some(n) = get("MAX_BODY_BYTES") {
-            config.max_body_bytes = n
-                .parse()
-                .with_context(|| format!("MAX_BODY_BYTES must be a byte count, got {n:?}"))?;
-            if config.max_body_bytes > 6 * 1024 * 1024 {
-                bail!("MAX_BODY_BYTES cannot exceed Lambda's 6 MiB payload limit");
-            }
+        config.max_body_bytes =
+            env.parsed_or("MAX_BODY_BYTES", "a byte count", config.max_body_bytes)?;
+        if config.max_body_bytes > 6 * 1024 * 1024 {
+            bail!("MAX_BODY_BYTES cannot exceed Lambda's 6 MiB payload limit");
         }
-        config.auth = match get("AUTH_MODE").as_deref().map(str::trim) {
+        config.auth = match env.var("AUTH_MODE").as_deref().map(str::trim) {
             Some("off") => AuthSetting::Off,
-            None | Some("" | "jwt") => match AuthConfig::from_lookup(&get)? {
+            None | Some("" | "jwt") => match AuthConfig::from_lookup(|name| env.var(name))? {
                 Some(auth) => AuthSetting::Verify(Box::new(auth)),
                 None => AuthSetting::Unconfigured,
             },
             Some(other) => bail!("AUTH_MODE must be \"jwt\" (default) or \"off\", got {other:?}"),
         };
         if let AuthSetting::Verify(auth) = &config.auth {
-            config.authorization_servers = match get("AUTH_AUTHORIZATION_SERVERS") {
-                Some(list) => list
-                    .split(',')
-                    .map(|s| s.trim().to_owned())
-                    .filter(|s| !s.is_empty())
-                    .collect(),
-                None => vec![auth.issuer.clone()],
-            };
+            config.authorization_servers = env
+                .list("AUTH_AUTHORIZATION_SERVERS")
+                .unwrap_or_else(|| vec![auth.issuer.clone()]);
         }
-        config.resource_metadata_url = get("MCP_RESOURCE_METADATA_URL");
-        if let Some(n) = get("RESPONSE_BUDGET_BYTES") {
-            config.response_budget = n.parse().with_context(|| {
-                format!("RESPONSE_BUDGET_BYTES must be a byte count, got {n:?}")
-            })?;
-            if !(1024..=4 * 1024 * 1024).contains(&config.response_budget) {
-                bail!("RESPONSE_BUDGET_BYTES must be between 1 KiB and 4 MiB");
-            }
+        config.resource_metadata_url = env.var("MCP_RESOURCE_METADATA_URL");
+        config.response_budget = env.parsed_or(
+            "RESPONSE_BUDGET_BYTES",
+            "a byte count",
+            config.response_budget,
+        )?;
+        if !(1024..=4 * 1024 * 1024).contains(&config.response_budget) {
+            bail!("RESPONSE_BUDGET_BYTES must be between 1 KiB and 4 MiB");
         }
-        if let Some(n) = get("DEADLINE_MARGIN_MS") {
-            let ms: u64 = n
-                .parse()
-                .with_context(|| format!("DEADLINE_MARGIN_MS must be milliseconds, got {n:?}"))?;
-            config.deadline_margin = Duration::from_millis(ms);
-        }
-        match get("METRICS_NAMESPACE").as_deref().map(str::trim) {
+        config.deadline_margin = env.millis("DEADLINE_MARGIN_MS", config.deadline_margin)?;
+        match env.var("METRICS_NAMESPACE").as_deref().map(str::trim) {
             None => {}
             Some("off") => config.metrics_namespace = None,
             Some(ns) if !ns.is_empty() && ns.len() <= 255 && !ns.contains(':') => {
@@ -191,11 +180,8 @@ impl Config {
     }
 }
 
-fn split_list(list: &str) -> Vec<String> {
-    list.split(',')
-        .map(|s| s.trim().to_ascii_lowercase())
-        .filter(|s| !s.is_empty())
-        .collect()
+fn lowercase(list: Vec<String>) -> Vec<String> {
+    list.into_iter().map(|s| s.to_ascii_lowercase()).collect()
 }
 
 #[cfg(test)]

@@ -10,12 +10,14 @@ mod auth;
 pub mod config;
 pub mod metrics;
 mod transport;
+mod wire;
 
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Instant;
 
 use lambda_http::{Body, Request, RequestExt, Response, service_fn};
+use mcp_env::Env;
 use mcp_protocol::{RegistryError, Server, Tools};
 use mcp_tools::{CursorKey, Store};
 
@@ -127,15 +129,15 @@ pub fn production_server(
 ///
 /// Names the missing or malformed variable.
 pub async fn store_from_env() -> anyhow::Result<Arc<Store>> {
-    let get = |name: &str| std::env::var(name).ok();
-    let db = mcp_db::DbConfig::from_lookup(get).await?.ok_or_else(|| {
+    let env = Env::process();
+    let db = mcp_db::DbConfig::from_lookup(|name| env.var(name)).await?.ok_or_else(|| {
         anyhow::anyhow!(
             "DATABASE_URL or DB_SECRET_ID is required: the endpoint's tools read the event store"
         )
     })?;
     let key = match (
-        get("CURSOR_SIGNING_KEY"),
-        get("CURSOR_SIGNING_KEY_SECRET_ID"),
+        env.var("CURSOR_SIGNING_KEY"),
+        env.text("CURSOR_SIGNING_KEY_SECRET_ID"),
     ) {
         (Some(key), None) => key,
         // Deployed: the key lives in Secrets Manager, never in the function's configuration.
@@ -149,12 +151,10 @@ pub async fn store_from_env() -> anyhow::Result<Arc<Store>> {
             "CURSOR_SIGNING_KEY (at least 32 bytes) or CURSOR_SIGNING_KEY_SECRET_ID is required"
         ),
     };
-    let statement_timeout = match get("TOOL_STATEMENT_TIMEOUT_MS") {
-        None => std::time::Duration::from_millis(5_000),
-        Some(v) => std::time::Duration::from_millis(v.parse().map_err(|_| {
-            anyhow::anyhow!("TOOL_STATEMENT_TIMEOUT_MS must be milliseconds, got {v:?}")
-        })?),
-    };
+    let statement_timeout = env.millis(
+        "TOOL_STATEMENT_TIMEOUT_MS",
+        std::time::Duration::from_millis(5_000),
+    )?;
     Ok(Arc::new(Store {
         db: mcp_db::Db::new(db),
         cursor_key: CursorKey::new(key)?,

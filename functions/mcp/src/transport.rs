@@ -6,17 +6,17 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use http::header::{
     ACCEPT, ACCESS_CONTROL_ALLOW_HEADERS, ACCESS_CONTROL_ALLOW_METHODS,
     ACCESS_CONTROL_ALLOW_ORIGIN, ACCESS_CONTROL_EXPOSE_HEADERS, ACCESS_CONTROL_MAX_AGE, ALLOW,
-    CONTENT_LENGTH, CONTENT_TYPE, HOST, ORIGIN, RETRY_AFTER, VARY, WWW_AUTHENTICATE,
+    CONTENT_LENGTH, CONTENT_TYPE, HOST, ORIGIN, VARY,
 };
 use http::{HeaderMap, HeaderValue, Method, StatusCode};
 use lambda_http::{Body, Request, RequestExt, Response};
 use mcp_auth::AuthError;
 use mcp_protocol::{HeaderField, Incoming};
-use serde_json::{Value, json};
 
 use crate::Inner;
 use crate::config::{Config, HostPolicy, OriginPolicy};
 use crate::metrics::RequestTrace;
+use crate::wire::{Rejection, empty, json_response, reply_response};
 
 /// Handles one request; also returns what it did, for the request's log line and metrics.
 pub(crate) async fn handle(app: &Inner, req: Request) -> (Response<Body>, RequestTrace) {
@@ -65,7 +65,7 @@ async fn route(app: &Inner, req: Request, trace: &mut RequestTrace) -> Response<
         Ok(caller) => caller,
         Err(error) => {
             trace.auth_denied = !matches!(error, AuthError::KeysUnavailable);
-            return auth_rejection(app, &error).into_response();
+            return app.auth.rejection(&error).into_response();
         }
     };
     trace.principal.clone_from(&caller.subject_hash);
@@ -82,17 +82,8 @@ async fn route(app: &Inner, req: Request, trace: &mut RequestTrace) -> Response<
         deadline,
         caller: Arc::new(caller),
     };
-    let reply = app.server.handle(incoming).await;
-    let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut response = match reply.body {
-        None => empty(status),
-        Some(body) => json_response(status, &body),
-    };
-    if let Some(scopes) = &reply.insufficient_scope
-        && let Ok(value) = HeaderValue::from_str(&app.auth.scope_challenge(scopes))
-    {
-        response.headers_mut().insert(WWW_AUTHENTICATE, value);
-    }
+    let mut reply = app.server.handle(incoming).await;
+    let response = reply_response(&mut reply, |scopes| app.auth.scope_challenge(scopes));
     trace.auth_denied = reply.insufficient_scope.is_some();
     trace.method = reply.method;
     trace.call = reply.call;
@@ -120,30 +111,6 @@ fn metadata(app: &Inner, method: &Method) -> Response<Body> {
         )
         .into_response(),
     }
-}
-
-fn auth_rejection(app: &Inner, error: &AuthError) -> Rejection {
-    let (status, message) = match error {
-        AuthError::MalformedHeader => (StatusCode::BAD_REQUEST, format!("Bad request: {error}")),
-        // The server cannot decide without keys: a retryable server-side condition, not a
-        // verdict on the token.
-        AuthError::KeysUnavailable => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "Service unavailable: the token issuer's keys cannot be fetched; retry shortly".into(),
-        ),
-        _ => (StatusCode::UNAUTHORIZED, format!("Unauthorized: {error}")),
-    };
-    let mut rejection = Rejection::new(status, message);
-    if status == StatusCode::SERVICE_UNAVAILABLE {
-        rejection = rejection.with_header(RETRY_AFTER, HeaderValue::from_static("5"));
-    } else if let Some(value) = app
-        .auth
-        .challenge(error)
-        .and_then(|c| HeaderValue::from_str(&c).ok())
-    {
-        rejection = rejection.with_header(WWW_AUTHENTICATE, value);
-    }
-    rejection
 }
 
 /// Headers browsers need to read our answers (the MCP headers and the auth challenge).
@@ -368,68 +335,6 @@ fn is_json_content_type(headers: &HeaderMap) -> bool {
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.split(';').next())
         .is_some_and(|media| media.trim().eq_ignore_ascii_case("application/json"))
-}
-
-/// A transport-level refusal: an HTTP status with a JSON-RPC error body (id null: the
-/// message was never read), so no client ever sees an empty error.
-struct Rejection {
-    status: StatusCode,
-    message: String,
-    extra: Option<(http::HeaderName, HeaderValue)>,
-}
-
-impl Rejection {
-    fn new(status: StatusCode, message: impl Into<String>) -> Self {
-        Self {
-            status,
-            message: message.into(),
-            extra: None,
-        }
-    }
-
-    fn too_large(limit: usize) -> Self {
-        Self::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!("Payload too large: the body limit is {limit} bytes"),
-        )
-    }
-
-    fn with_header(mut self, name: http::HeaderName, value: HeaderValue) -> Self {
-        self.extra = Some((name, value));
-        self
-    }
-
-    fn into_response(self) -> Response<Body> {
-        // -32600 rather than the TypeScript SDK's -32000: 2026-07-28 basic §Error Codes
-        // says new implementations SHOULD NOT use -32000..-32019.
-        let body = json!({
-            "jsonrpc": "2.0",
-            "id": null,
-            "error": { "code": -32600, "message": self.message },
-        });
-        let mut response = json_response(self.status, &body);
-        if let Some((name, value)) = self.extra {
-            response.headers_mut().insert(name, value);
-        }
-        response
-    }
-}
-
-fn json_response(status: StatusCode, body: &Value) -> Response<Body> {
-    // Not `body.to_string()`: Display formats through `fmt::Write` a token at a time, and
-    // replies can be hundreds of KiB. Serialising a `Value` cannot fail.
-    let mut response = Response::new(Body::Text(serde_json::to_string(body).unwrap_or_default()));
-    *response.status_mut() = status;
-    response
-        .headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    response
-}
-
-fn empty(status: StatusCode) -> Response<Body> {
-    let mut response = Response::new(Body::Empty);
-    *response.status_mut() = status;
-    response
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use jsonwebtoken::Algorithm;
+use mcp_env::{Env, EnvError};
 
 use crate::claims::{canonical_resource, is_loopback_url};
 use crate::keys::{JwksError, KeySet};
@@ -100,27 +101,14 @@ pub enum AuthConfigError {
     JwksFile(#[source] std::io::Error),
     #[error("the configured JWKS is unusable")]
     Jwks(#[source] JwksError),
+    #[error(transparent)]
+    Env(#[from] EnvError),
 }
 
 fn invalid(name: &'static str, why: impl Into<String>) -> AuthConfigError {
     AuthConfigError::Invalid {
         name,
         why: why.into(),
-    }
-}
-
-fn seconds(
-    get: &impl Fn(&str) -> Option<String>,
-    name: &'static str,
-    default: Duration,
-) -> Result<Duration, AuthConfigError> {
-    match get(name) {
-        None => Ok(default),
-        Some(v) => v
-            .trim()
-            .parse::<u64>()
-            .map(Duration::from_secs)
-            .map_err(|_| invalid(name, format!("expected whole seconds, got {v:?}"))),
     }
 }
 
@@ -134,12 +122,15 @@ impl AuthConfig {
     pub fn from_lookup(
         get: impl Fn(&str) -> Option<String>,
     ) -> Result<Option<Self>, AuthConfigError> {
-        let Some(issuer) = get("AUTH_ISSUER").filter(|s| !s.trim().is_empty()) else {
+        let env = Env::new(get);
+        let Some(issuer) = env.text("AUTH_ISSUER") else {
             return Ok(None);
         };
-        let resource = get("MCP_RESOURCE_URL").ok_or(AuthConfigError::Missing {
-            name: "MCP_RESOURCE_URL",
-        })?;
+        let resource = env
+            .var("MCP_RESOURCE_URL")
+            .ok_or(AuthConfigError::Missing {
+                name: "MCP_RESOURCE_URL",
+            })?;
         if canonical_resource(&resource).is_none() || resource.contains('#') {
             return Err(invalid(
                 "MCP_RESOURCE_URL",
@@ -152,12 +143,10 @@ impl AuthConfig {
                 "must be https (http only on loopback)",
             ));
         }
-        let algorithms = match get("AUTH_ALGORITHMS") {
+        let algorithms = match env.list("AUTH_ALGORITHMS") {
             None => vec![Algorithm::RS256, Algorithm::ES256, Algorithm::EdDSA],
             Some(list) => list
-                .split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
+                .iter()
                 .map(|name| match name.parse::<Algorithm>() {
                     Ok(Algorithm::HS256 | Algorithm::HS384 | Algorithm::HS512) | Err(_) => {
                         Err(invalid(
@@ -172,25 +161,25 @@ impl AuthConfig {
         if algorithms.is_empty() {
             return Err(invalid("AUTH_ALGORITHMS", "names no algorithm"));
         }
-        let leeway = seconds(&get, "AUTH_LEEWAY_SECS", Duration::from_secs(30))?;
+        let leeway = env.seconds("AUTH_LEEWAY_SECS", Duration::from_secs(30))?;
         if leeway > Duration::from_secs(300) {
             return Err(invalid(
                 "AUTH_LEEWAY_SECS",
                 "at most 300 seconds of clock skew",
             ));
         }
-        let keys = if let Some(json) = get("AUTH_JWKS_JSON") {
+        let keys = if let Some(json) = env.var("AUTH_JWKS_JSON") {
             KeysConfig::Static(
                 KeySet::from_json(json.as_bytes(), &algorithms).map_err(AuthConfigError::Jwks)?,
             )
-        } else if let Some(path) = get("AUTH_JWKS_FILE") {
+        } else if let Some(path) = env.var("AUTH_JWKS_FILE") {
             let bytes = std::fs::read(path).map_err(AuthConfigError::JwksFile)?;
             KeysConfig::Static(
                 KeySet::from_json(&bytes, &algorithms).map_err(AuthConfigError::Jwks)?,
             )
         } else {
             let defaults = RemoteKeysConfig::default();
-            let jwks_url = get("AUTH_JWKS_URL");
+            let jwks_url = env.var("AUTH_JWKS_URL");
             for (name, url) in [
                 ("AUTH_JWKS_URL", jwks_url.as_deref()),
                 ("AUTH_ISSUER", Some(issuer.as_str())),
@@ -205,49 +194,23 @@ impl AuthConfig {
                     ));
                 }
             }
-            let fetch_timeout = match get("AUTH_JWKS_FETCH_TIMEOUT_MS") {
-                None => defaults.fetch_timeout,
-                Some(v) => v
-                    .trim()
-                    .parse::<u64>()
-                    .map(Duration::from_millis)
-                    .map_err(|_| {
-                        invalid(
-                            "AUTH_JWKS_FETCH_TIMEOUT_MS",
-                            format!("expected milliseconds, got {v:?}"),
-                        )
-                    })?,
-            };
+            let fetch_timeout = env.millis("AUTH_JWKS_FETCH_TIMEOUT_MS", defaults.fetch_timeout)?;
             KeysConfig::Remote(RemoteKeysConfig {
                 jwks_url,
-                ttl: seconds(&get, "AUTH_JWKS_TTL_SECS", defaults.ttl)?,
-                refresh_min_interval: seconds(
-                    &get,
+                ttl: env.seconds("AUTH_JWKS_TTL_SECS", defaults.ttl)?,
+                refresh_min_interval: env.seconds(
                     "AUTH_JWKS_REFRESH_MIN_INTERVAL_SECS",
                     defaults.refresh_min_interval,
                 )?,
-                max_stale: seconds(&get, "AUTH_JWKS_MAX_STALE_SECS", defaults.max_stale)?,
+                max_stale: env.seconds("AUTH_JWKS_MAX_STALE_SECS", defaults.max_stale)?,
                 fetch_timeout,
                 max_bytes: defaults.max_bytes,
             })
         };
-        let max_token_bytes = match get("AUTH_MAX_TOKEN_BYTES") {
-            None => 8192,
-            Some(v) => v.trim().parse().map_err(|_| {
-                invalid(
-                    "AUTH_MAX_TOKEN_BYTES",
-                    format!("expected a byte count, got {v:?}"),
-                )
-            })?,
-        };
-        let binding = match get("AUTH_COGNITO_CLIENT_IDS") {
+        let max_token_bytes = env.parsed_or("AUTH_MAX_TOKEN_BYTES", "a byte count", 8192)?;
+        let binding = match env.list("AUTH_COGNITO_CLIENT_IDS") {
             None => AudienceBinding::Resource,
-            Some(list) => {
-                let ids: Vec<String> = list
-                    .split(',')
-                    .map(|s| s.trim().to_owned())
-                    .filter(|s| !s.is_empty())
-                    .collect();
+            Some(ids) => {
                 if ids.is_empty() {
                     return Err(invalid("AUTH_COGNITO_CLIENT_IDS", "names no app client"));
                 }
@@ -260,17 +223,11 @@ impl AuthConfig {
             resource,
             algorithms,
             leeway,
-            max_lifetime: seconds(
-                &get,
-                "AUTH_MAX_TOKEN_LIFETIME_SECS",
-                Duration::from_secs(86_400),
-            )?,
-            require_access_token_type: matches!(
-                get("AUTH_REQUIRE_AT_JWT").as_deref().map(str::trim),
-                Some("true" | "1" | "yes")
-            ),
-            tenant_claim: get("AUTH_TENANT_CLAIM").filter(|s| !s.is_empty()),
-            default_tenant: get("AUTH_DEFAULT_TENANT").filter(|s| !s.is_empty()),
+            max_lifetime: env
+                .seconds("AUTH_MAX_TOKEN_LIFETIME_SECS", Duration::from_secs(86_400))?,
+            require_access_token_type: env.flag("AUTH_REQUIRE_AT_JWT"),
+            tenant_claim: env.text("AUTH_TENANT_CLAIM"),
+            default_tenant: env.text("AUTH_DEFAULT_TENANT"),
             max_token_bytes,
             keys,
         }))

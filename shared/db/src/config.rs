@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcp_env::{Env, EnvError};
 use rustls::pki_types::CertificateDer;
 
 use crate::secret::{Endpoint, SecretSource};
@@ -48,6 +49,8 @@ pub enum DbConfigError {
     CaFile(#[source] std::io::Error),
     #[error("either DATABASE_URL or DB_SECRET_ID is required, not both")]
     Ambiguous,
+    #[error(transparent)]
+    Env(#[from] EnvError),
 }
 
 impl DbConfig {
@@ -62,8 +65,9 @@ impl DbConfig {
     pub async fn from_lookup(
         get: impl Fn(&str) -> Option<String>,
     ) -> Result<Option<Self>, DbConfigError> {
-        let url = get("DATABASE_URL").filter(|u| !u.is_empty());
-        let secret_id = get("DB_SECRET_ID").filter(|u| !u.is_empty());
+        let env = Env::new(get);
+        let url = env.text("DATABASE_URL");
+        let secret_id = env.text("DB_SECRET_ID");
         let (credentials, host) = match (url, secret_id) {
             (None, None) => return Ok(None),
             (Some(_), Some(_)) => return Err(DbConfigError::Ambiguous),
@@ -78,25 +82,13 @@ impl DbConfig {
                 (Credentials::Url(url), host)
             }
             (None, Some(id)) => {
-                let port = match get("DB_PORT") {
-                    None => None,
-                    Some(p) => Some(
-                        p.parse()
-                            .map_err(|_| DbConfigError::Invalid("DB_PORT", p.clone()))?,
-                    ),
-                };
-                let ttl = match get("DB_SECRET_TTL_SECS") {
-                    None => Duration::from_secs(300),
-                    Some(v) => Duration::from_secs(
-                        v.parse()
-                            .map_err(|_| DbConfigError::Invalid("DB_SECRET_TTL_SECS", v.clone()))?,
-                    ),
-                };
+                let port = env.parsed("DB_PORT", "a port number")?;
+                let ttl = env.seconds("DB_SECRET_TTL_SECS", Duration::from_secs(300))?;
                 let client = crate::secrets_client().await;
                 let endpoint = Endpoint {
-                    host: get("DB_HOST"),
+                    host: env.text("DB_HOST"),
                     port,
-                    dbname: get("DB_NAME"),
+                    dbname: env.text("DB_NAME"),
                 };
                 let host = endpoint.host.clone();
                 (
@@ -108,7 +100,7 @@ impl DbConfig {
                 )
             }
         };
-        let tls = match get("DB_SSLMODE").as_deref().unwrap_or("verify-full") {
+        let tls = match env.text("DB_SSLMODE").as_deref().unwrap_or("verify-full") {
             "disable" => {
                 let loopback = host
                     .as_deref()
@@ -122,7 +114,7 @@ impl DbConfig {
                 TlsMode::Disable
             }
             "verify-full" => {
-                let path = get("DB_CA_FILE").ok_or(DbConfigError::Invalid(
+                let path = env.text("DB_CA_FILE").ok_or(DbConfigError::Invalid(
                     "DB_CA_FILE",
                     "required with DB_SSLMODE=verify-full (the Amazon RDS bundle in AWS)".into(),
                 ))?;
@@ -139,13 +131,7 @@ impl DbConfig {
                 ));
             }
         };
-        let connect_timeout = match get("DB_CONNECT_TIMEOUT_MS") {
-            None => Duration::from_millis(3000),
-            Some(v) => Duration::from_millis(
-                v.parse()
-                    .map_err(|_| DbConfigError::Invalid("DB_CONNECT_TIMEOUT_MS", v.clone()))?,
-            ),
-        };
+        let connect_timeout = env.millis("DB_CONNECT_TIMEOUT_MS", Duration::from_millis(3000))?;
         Ok(Some(Self {
             credentials,
             tls,

@@ -1,11 +1,10 @@
 //! What a request carries into a tool, resource or prompt body.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::Value;
 
-use crate::result::CallRecord;
 use crate::version::ProtocolVersion;
 
 /// Default byte budget of one tool result: 256 KiB, about 64k tokens, far under Lambda's
@@ -29,6 +28,11 @@ pub struct Caller {
 }
 
 impl Caller {
+    /// How logs name the caller: the subject's hash, or `-` for none.
+    pub fn log_id(&self) -> &str {
+        self.subject_hash.as_deref().unwrap_or("-")
+    }
+
     /// Returns true if and only if the caller holds every scope in `required` (exact,
     /// byte-wise comparison: `Admin` is not `admin`).
     pub fn has_scopes(&self, required: &[String]) -> bool {
@@ -58,24 +62,6 @@ pub struct RequestContext {
     /// The byte budget of this call's result (the tool's own or the server's). Tools that
     /// return lists fill them up to it and say `truncated` rather than overrun it.
     pub response_budget: usize,
-    /// Where the engine leaves this request's [`CallRecord`] for the transport's log line.
-    pub(crate) record: CallSlot,
-}
-
-/// A shared slot for the one [`CallRecord`] of a request (a batch holds at most one call).
-#[derive(Debug, Clone, Default)]
-pub(crate) struct CallSlot(Arc<Mutex<Option<CallRecord>>>);
-
-impl CallSlot {
-    pub(crate) fn set(&self, record: CallRecord) {
-        if let Ok(mut slot) = self.0.lock() {
-            *slot = Some(record);
-        }
-    }
-
-    pub(crate) fn take(&self) -> Option<CallRecord> {
-        self.0.lock().ok().and_then(|mut slot| slot.take())
-    }
 }
 
 impl RequestContext {
@@ -89,7 +75,6 @@ impl RequestContext {
             input_responses: None,
             request_state: None,
             response_budget: DEFAULT_RESPONSE_BUDGET,
-            record: CallSlot::default(),
         }
     }
 }

@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use crate::jsonrpc::ErrorObject;
+use crate::jsonrpc::{self, ErrorObject};
 use crate::version::{ProtocolVersion, supported_versions};
 
 /// JSON-RPC and MCP error codes we emit. 2026-07-28 basic §Error Codes reserves
@@ -114,6 +114,21 @@ impl RpcError {
             Self::Internal => 500,
         }
     }
+}
+
+/// The error body of a request the transport refused before the engine read it (wrong path
+/// or method, unacceptable headers, refused credentials): `-32600` with the refusal's own
+/// message, id null. -32600 rather than the TypeScript SDK's -32000: 2026-07-28 basic
+/// §Error Codes says new implementations SHOULD NOT use -32000..-32019.
+pub fn transport_failure(message: impl Into<String>) -> Value {
+    jsonrpc::failure(
+        None,
+        &ErrorObject {
+            code: code::INVALID_REQUEST,
+            message: message.into(),
+            data: None,
+        },
+    )
 }
 
 #[cfg(test)]

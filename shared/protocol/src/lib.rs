@@ -16,18 +16,22 @@
 pub mod context;
 pub mod error;
 pub mod jsonrpc;
+pub mod method;
 pub mod registry;
 pub mod result;
+pub mod schema;
 pub mod server;
 pub mod version;
 
 pub use context::{Caller, RequestContext};
 pub use error::RpcError;
+pub use method::Method;
 pub use registry::{
     BoxFuture, Completions, DEFAULT_TOOL_MAX_DURATION, Owner, Prompts, RegistryError, Resources,
     ToolAnnotations, ToolDef, Tools,
 };
 pub use result::CallRecord;
 pub use result::{CallStats, CallToolResult, InputRequired, Outcome, ToolError, structured_cost};
+pub use schema::input_schema;
 pub use server::{CacheHints, HeaderField, Incoming, Reply, Server, ServerBuilder};
 pub use version::ProtocolVersion;

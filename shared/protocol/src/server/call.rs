@@ -1,0 +1,282 @@
+//! The `tools/call` pipeline: find the tool the caller may call, check the client can host
+//! it, settle its arguments (owner, schema), run it by its deadline, check what it returned
+//! (output schema, response budget) and keep a record of it all for the log line.
+
+use std::time::Instant;
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::dispatch::parse_params;
+use super::{Answer, Server};
+use crate::context::RequestContext;
+use crate::error::RpcError;
+use crate::registry::{Owner, Tool};
+use crate::result::{ByteCounter, CallRecord, CallToolResult, InputRequired, Outcome, ToolError};
+use crate::version::ProtocolVersion;
+
+#[derive(Deserialize)]
+struct CallToolParams {
+    name: String,
+    arguments: Option<Map<String, Value>>,
+}
+
+impl Server {
+    pub(super) async fn call_tool(
+        &self,
+        params: Map<String, Value>,
+        ctx: RequestContext,
+    ) -> Answer {
+        let p: CallToolParams = match parse_params(params) {
+            Ok(p) => p,
+            Err(e) => return Err(e).into(),
+        };
+        let mut record = CallRecord {
+            tool: p.name.clone(),
+            known_tool: self.tools.get(&p.name).is_some(),
+            ..CallRecord::default()
+        };
+        let result = self.run_tool(p, ctx, &mut record).await;
+        record.is_error = match &result {
+            Ok(value) => value.get("isError") == Some(&Value::Bool(true)),
+            Err(_) => true,
+        };
+        Answer {
+            result,
+            call: Some(record),
+        }
+    }
+
+    async fn run_tool(
+        &self,
+        p: CallToolParams,
+        mut ctx: RequestContext,
+        record: &mut CallRecord,
+    ) -> Result<Value, RpcError> {
+        let tool = self.permitted(&p.name, &ctx)?;
+        if let Some(required) = missing_capabilities(tool.required_client_capabilities(), &ctx) {
+            if ctx.version.is_stateless() {
+                return Err(RpcError::MissingClientCapability { required });
+            }
+            // The handshake era never tells a stateless server what the client supports,
+            // so a tool that needs a client capability cannot run there.
+            return Ok(to_value(CallToolResult::error(format!(
+                "Tool {} needs client capabilities ({}) that a stateless server can only use with protocol version 2026-07-28",
+                p.name,
+                tool.required_client_capabilities().join(", ")
+            ))));
+        }
+        // A missing `arguments` is `{}` (it is optional in CallToolRequestParams).
+        let args = match settle_arguments(tool, p.arguments.unwrap_or_default(), &ctx) {
+            Ok(args) => args,
+            Err(refusal) => return Ok(to_value(refusal)),
+        };
+        let version = ctx.version;
+        // The tool's own cap bounds the call even when the invocation has longer left.
+        let cap = Instant::now() + tool.max_duration();
+        ctx.deadline = Some(ctx.deadline.map_or(cap, |d| d.min(cap)));
+        let budget = tool.response_budget().unwrap_or(self.response_budget);
+        ctx.response_budget = budget;
+        tracing::info!(tool.name = %p.name, caller = ctx.caller.log_id(), "tool call");
+        match tool.call(args, ctx).await {
+            Ok(Outcome::Complete(result)) => {
+                record.stats = result.stats.clone();
+                if !result.is_error && !tool.output_conforms(result.structured_content.as_ref()) {
+                    // "Servers MUST provide structured results that conform to this schema":
+                    // a non-conforming result is our bug, never the client's problem.
+                    tracing::error!(tool.name = %p.name, "structured result does not match the tool's output schema");
+                    return Err(RpcError::Internal);
+                }
+                let (value, over) = within_budget(to_value(result), budget, &p.name);
+                record.over_budget = over;
+                Ok(value)
+            }
+            Ok(Outcome::InputRequired(ir)) => input_required(ir, version),
+            Err(ToolError::Execution(message)) => Ok(to_value(CallToolResult::error(message))),
+            Err(ToolError::Detailed(result)) => {
+                record.stats = result.stats.clone();
+                Ok(to_value(*result))
+            }
+            Err(e) => Err(body_error(e, "tools/call", &p.name)),
+        }
+    }
+
+    /// The tool named `name` if the caller may call it.
+    fn permitted(&self, name: &str, ctx: &RequestContext) -> Result<&Tool, RpcError> {
+        let all_scopes = self.tools.all_scopes();
+        if let Some(tool) = self
+            .tools
+            .get(name)
+            .filter(|t| ctx.caller.has_scopes(t.required_scopes()))
+        {
+            return Ok(tool);
+        }
+        // A caller who may not see every tool gets the same answer for a tool that exists
+        // but is out of reach and for one that does not exist, so the error is no oracle
+        // for hidden tool names. The challenge names every scope the server defines: enough
+        // to step up to any tool.
+        if !ctx.caller.has_scopes(all_scopes) {
+            tracing::info!(tool.name = %name, caller = ctx.caller.log_id(), "tool call refused: insufficient scope");
+            return Err(RpcError::InsufficientScope {
+                scopes: all_scopes.to_vec(),
+            });
+        }
+        // 2025-11-25 tools §Error Handling lists "Unknown tools" among protocol errors.
+        Err(RpcError::InvalidParams(format!("Unknown tool: {name}")))
+    }
+}
+
+/// The arguments a tool runs with: its owner argument filled in or checked against the
+/// caller, then validated against its input schema. A refusal is an `isError` result.
+fn settle_arguments(
+    tool: &Tool,
+    mut args: Map<String, Value>,
+    ctx: &RequestContext,
+) -> Result<Map<String, Value>, CallToolResult> {
+    if let Some((name, owner)) = tool.owner_argument() {
+        let own = match owner {
+            Owner::Subject => ctx.caller.subject.as_deref(),
+            Owner::Tenant => ctx.caller.tenant.as_deref(),
+        };
+        match (args.get(name), own) {
+            (None, Some(own)) => {
+                args.insert(name.to_owned(), Value::from(own));
+            }
+            (Some(Value::String(given)), Some(own)) if given == own => {}
+            _ => {
+                tracing::info!(tool.name = %tool.name(), caller = ctx.caller.log_id(), "tool call refused: not the owner");
+                return Err(CallToolResult::error(format!(
+                    "Not permitted: {name} must be your own; omit it to use yours"
+                )));
+            }
+        }
+    }
+    // Input validation failures are tool execution errors the model can correct
+    // (2025-11-25 changelog, SEP-1303), not protocol errors.
+    let args = Value::Object(args);
+    if let Err(errors) = tool.validate_arguments(&args) {
+        return Err(CallToolResult::error(format!(
+            "Invalid arguments for tool {}: {}",
+            tool.name(),
+            errors.join("; ")
+        )));
+    }
+    match args {
+        Value::Object(args) => Ok(args),
+        _ => Ok(Map::new()),
+    }
+}
+
+/// Shapes an `input_required` outcome. Only 2026-07-28 has a way to carry it.
+pub(super) fn input_required(
+    ir: InputRequired,
+    version: ProtocolVersion,
+) -> Result<Value, RpcError> {
+    if !version.is_stateless() {
+        return Ok(to_value(CallToolResult::error(
+            "This operation needs input from the client, which a stateless server can only request with protocol version 2026-07-28",
+        )));
+    }
+    let mut result = json!({
+        "resultType": "input_required",
+        "inputRequests": ir.input_requests,
+    });
+    if let Some(state) = ir.request_state {
+        result["requestState"] = json!(state);
+    }
+    Ok(result)
+}
+
+/// The capabilities among `required` that the request's client did not declare, as a
+/// `ClientCapabilities`-shaped object (`{"sampling": {}}`), or `None` if all are present.
+fn missing_capabilities(required: &[String], ctx: &RequestContext) -> Option<Value> {
+    if required.is_empty() {
+        return None;
+    }
+    let declared = ctx.client_capabilities.as_ref().and_then(Value::as_object);
+    let missing: Map<String, Value> = required
+        .iter()
+        .filter(|c| !declared.is_some_and(|d| d.contains_key(c.as_str())))
+        .map(|c| (c.clone(), json!({})))
+        .collect();
+    (!missing.is_empty()).then_some(Value::Object(missing))
+}
+
+/// Enforces the response budget at the dispatch boundary, whatever the tool: a result
+/// whose serialised form is over `budget` never reaches the client; a small `isError`
+/// result in its place says how big it was and how to ask for less.
+fn within_budget(value: Value, budget: usize, tool: &str) -> (Value, bool) {
+    // Measured without building the bytes: the transport serialises the reply once.
+    let mut counter = ByteCounter::default();
+    let bytes = match serde_json::to_writer(&mut counter, &value) {
+        Ok(()) => counter.0,
+        Err(_) => usize::MAX,
+    };
+    if bytes <= budget {
+        return (value, false);
+    }
+    tracing::warn!(
+        tool.name = tool,
+        response_bytes = bytes,
+        budget_bytes = budget,
+        "tool result over the response budget"
+    );
+    let detail = json!({
+        "code": "mcp_response_over_budget",
+        "tool": tool,
+        "response_bytes": bytes,
+        "budget_bytes": budget,
+        // About four bytes per token for JSON and English text.
+        "estimated_tokens": bytes / 4,
+        "guidance": "Ask for less: narrow the time window, add filters, lower the limit, or leave out raw payloads."
+    });
+    let text = format!(
+        "The result of {tool} was {bytes} bytes (about {} tokens), over this server's budget of {budget} bytes, so it was not returned. Narrow the time window, add filters, lower the limit, or leave out raw payloads.",
+        bytes / 4
+    );
+    (
+        to_value(CallToolResult::structured_error(text, detail)),
+        true,
+    )
+}
+
+/// The protocol error for a body's failure. Internal failures are logged once, here, with
+/// their whole chain; the client only learns "Internal error".
+pub(super) fn body_error(err: ToolError, what: &str, name: &str) -> RpcError {
+    match err {
+        ToolError::InvalidParams(message) | ToolError::Execution(message) => {
+            RpcError::InvalidParams(message)
+        }
+        ToolError::Detailed(result) => RpcError::InvalidParams(
+            result
+                .content
+                .first()
+                .and_then(|block| block.get("text"))
+                .and_then(Value::as_str)
+                .unwrap_or("the request failed")
+                .to_owned(),
+        ),
+        ToolError::Internal(source) => {
+            tracing::error!(rpc.method = what, target = name, error = %ErrorChain(&*source), "request body failed");
+            RpcError::Internal
+        }
+    }
+}
+
+struct ErrorChain<'a>(&'a (dyn std::error::Error + 'static));
+
+impl std::fmt::Display for ErrorChain<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut source = self.0.source();
+        while let Some(s) = source {
+            write!(f, ": {s}")?;
+            source = s.source();
+        }
+        Ok(())
+    }
+}
+
+fn to_value(result: CallToolResult) -> Value {
+    Value::from(result)
+}

@@ -1,0 +1,418 @@
+//! The dispatch engine: one HTTP POST body in, one reply (status + JSON body) out.
+//!
+//! The engine decides everything the MCP revisions decide (era, version checks, `_meta`,
+//! `Mcp-Method`/`Mcp-Name` consistency, batching, method routing, result decoration) and
+//! nothing about HTTP itself: routing by path, Origin, Accept and body limits live in the
+//! function crate. This module reads the message and routes it; [`dispatch`] answers the
+//! methods both eras share, [`call`] runs `tools/call`, [`stateless`] holds the 2026-07-28
+//! rules, and [`wire`] what goes in and out.
+
+mod call;
+mod dispatch;
+mod stateless;
+mod wire;
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::context::RequestContext;
+use crate::error::RpcError;
+use crate::jsonrpc::{self, BodyError, EnvelopeError, Message, RequestId};
+use crate::method::{Method, Offered};
+use crate::registry::{Completions, Prompts, Resources, Tools};
+use crate::result::CallRecord;
+use crate::version::ProtocolVersion;
+
+pub use crate::context::DEFAULT_RESPONSE_BUDGET;
+pub use stateless::meta;
+pub use wire::{HeaderField, Incoming, Reply};
+
+/// The most messages one 2025-03-26 batch may carry. The spec sets no bound; an
+/// unbounded batch would turn one invocation into unbounded work.
+pub const MAX_BATCH_LEN: usize = 16;
+
+/// The server's identity (`serverInfo` / `Implementation`).
+#[derive(Debug, Clone)]
+pub struct ServerInfo {
+    pub name: String,
+    pub version: String,
+    pub title: Option<String>,
+    pub instructions: Option<String>,
+}
+
+/// Caching hints on cacheable 2026-07-28 results (server/utilities/caching).
+#[derive(Debug, Clone, Copy)]
+pub struct CacheHints {
+    pub ttl_ms: u64,
+    /// `private` whenever the answer may depend on the caller's token.
+    pub private: bool,
+}
+
+impl Default for CacheHints {
+    fn default() -> Self {
+        Self {
+            ttl_ms: 60_000,
+            private: true,
+        }
+    }
+}
+
+/// Builds a [`Server`].
+pub struct ServerBuilder {
+    server: Server,
+}
+
+impl ServerBuilder {
+    pub fn tools(mut self, tools: Tools) -> Self {
+        self.server.tools = tools;
+        self
+    }
+
+    pub fn resources(mut self, resources: Arc<dyn Resources>) -> Self {
+        self.server.resources = Some(resources);
+        self
+    }
+
+    pub fn prompts(mut self, prompts: Arc<dyn Prompts>) -> Self {
+        self.server.prompts = Some(prompts);
+        self
+    }
+
+    pub fn completions(mut self, completions: Arc<dyn Completions>) -> Self {
+        self.server.completions = Some(completions);
+        self
+    }
+
+    /// Advertises `logging` and accepts `logging/setLevel` in the handshake era. A
+    /// stateless server can accept a level but has no stream to log on, so production
+    /// leaves this off.
+    pub fn logging(mut self, on: bool) -> Self {
+        self.server.logging = on;
+        self
+    }
+
+    pub fn instructions(mut self, text: impl Into<String>) -> Self {
+        self.server.info.instructions = Some(text.into());
+        self
+    }
+
+    pub fn title(mut self, text: impl Into<String>) -> Self {
+        self.server.info.title = Some(text.into());
+        self
+    }
+
+    /// The largest serialised `tools/call` result, in bytes (default [`DEFAULT_RESPONSE_BUDGET`]).
+    pub fn response_budget(mut self, bytes: usize) -> Self {
+        self.server.response_budget = bytes;
+        self
+    }
+
+    pub fn cache_hints(mut self, cache: CacheHints) -> Self {
+        self.server.cache = cache;
+        self
+    }
+
+    pub fn build(self) -> Server {
+        self.server
+    }
+}
+
+/// The MCP engine. Immutable once built; shared across invocations of a warm sandbox.
+pub struct Server {
+    info: ServerInfo,
+    tools: Tools,
+    resources: Option<Arc<dyn Resources>>,
+    prompts: Option<Arc<dyn Prompts>>,
+    completions: Option<Arc<dyn Completions>>,
+    logging: bool,
+    cache: CacheHints,
+    response_budget: usize,
+}
+
+/// What one request produced: its result or error, and the record of the tool call it made
+/// (returned up to the transport's log line, never left in shared state).
+struct Answer {
+    result: Result<Value, RpcError>,
+    call: Option<CallRecord>,
+}
+
+impl From<Result<Value, RpcError>> for Answer {
+    fn from(result: Result<Value, RpcError>) -> Self {
+        Self { result, call: None }
+    }
+}
+
+/// One message's outcome, before it becomes a reply or a batch entry.
+enum Handled {
+    Accepted,
+    Answer {
+        status: u16,
+        body: Value,
+        challenge: Option<Vec<String>>,
+        call: Option<CallRecord>,
+    },
+}
+
+impl Handled {
+    fn error(err: RpcError, id: Option<&RequestId>, version: ProtocolVersion) -> Self {
+        let challenge = match &err {
+            RpcError::InsufficientScope { scopes } => Some(scopes.clone()),
+            _ => None,
+        };
+        Self::Answer {
+            status: err.http_status(version),
+            body: jsonrpc::failure(id, &err.to_object(version)),
+            challenge,
+            call: None,
+        }
+    }
+}
+
+impl Server {
+    pub fn builder(name: impl Into<String>, version: impl Into<String>) -> ServerBuilder {
+        ServerBuilder {
+            server: Server {
+                info: ServerInfo {
+                    name: name.into(),
+                    version: version.into(),
+                    title: None,
+                    instructions: None,
+                },
+                tools: Tools::new(),
+                resources: None,
+                prompts: None,
+                completions: None,
+                logging: false,
+                cache: CacheHints::default(),
+                response_budget: DEFAULT_RESPONSE_BUDGET,
+            },
+        }
+    }
+
+    pub fn tools(&self) -> &Tools {
+        &self.tools
+    }
+
+    fn offered(&self) -> Offered {
+        Offered {
+            resources: self.resources.is_some(),
+            prompts: self.prompts.is_some(),
+            completions: self.completions.is_some(),
+            logging: self.logging,
+        }
+    }
+
+    /// Answers one HTTP POST body.
+    pub async fn handle(&self, incoming: Incoming<'_>) -> Reply {
+        let assumed = ProtocolVersion::ASSUMED_WITHOUT_HEADER;
+        let error_reply = |err: RpcError, id: Option<&RequestId>, method: Option<String>| Reply {
+            method,
+            ..Reply::new(
+                err.http_status(assumed),
+                Some(jsonrpc::failure(id, &err.to_object(assumed))),
+                assumed,
+            )
+        };
+
+        // Invalid UTF-8 and invalid JSON are both parse errors: serde_json checks both.
+        let value = match jsonrpc::parse_body(incoming.body) {
+            Ok(value) => value,
+            Err(BodyError::Syntax) => return error_reply(RpcError::Parse, None, None),
+            Err(BodyError::DuplicateKey) => {
+                let err = RpcError::InvalidRequest(
+                    "an object repeats a member name; send each name once".into(),
+                );
+                return error_reply(err, None, None);
+            }
+        };
+        let readable_id = match &value {
+            Value::Object(obj) => obj.get("id").and_then(RequestId::from_value),
+            _ => None,
+        };
+        let method_name = value
+            .get("method")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+
+        let version = match incoming.protocol_version {
+            HeaderField::Absent => assumed,
+            HeaderField::One(raw) => match ProtocolVersion::parse(raw.trim()) {
+                Some(v) => v,
+                None => {
+                    // "If the server receives a request with an invalid or unsupported
+                    // MCP-Protocol-Version, it MUST respond with 400 Bad Request"
+                    // (2025-06-18 transports); 2026-07-28 names the error body.
+                    let err = RpcError::UnsupportedProtocolVersion {
+                        requested: raw.trim().to_owned(),
+                    };
+                    return error_reply(err, readable_id.as_ref(), method_name);
+                }
+            },
+            HeaderField::Invalid => {
+                let err = RpcError::UnsupportedProtocolVersion {
+                    requested: String::new(),
+                };
+                return error_reply(err, readable_id.as_ref(), method_name);
+            }
+        };
+
+        if let Value::Array(items) = &value {
+            return self.handle_batch(items, version, &incoming).await;
+        }
+
+        let reply = match self.handle_message(&value, version, &incoming, false).await {
+            Handled::Accepted => Reply::new(202, None, version),
+            Handled::Answer {
+                status,
+                body,
+                challenge,
+                call,
+            } => Reply {
+                insufficient_scope: challenge,
+                call,
+                ..Reply::new(status, Some(body), version)
+            },
+        };
+        Reply {
+            method: method_name,
+            ..reply
+        }
+    }
+
+    async fn handle_batch(
+        &self,
+        items: &[Value],
+        version: ProtocolVersion,
+        incoming: &Incoming<'_>,
+    ) -> Reply {
+        let reject = |msg: String| {
+            let err = RpcError::InvalidRequest(msg);
+            let body = jsonrpc::failure(None, &err.to_object(version));
+            Reply::new(err.http_status(version), Some(body), version)
+        };
+        if !version.allows_batches() {
+            return reject(format!(
+                "JSON-RPC batches are not part of protocol version {version}; send one message per POST"
+            ));
+        }
+        if items.is_empty() {
+            return reject("an empty batch is not a valid request".into());
+        }
+        if items.len() > MAX_BATCH_LEN {
+            return reject(format!(
+                "a batch may hold at most {MAX_BATCH_LEN} messages, this one holds {}",
+                items.len()
+            ));
+        }
+        // One bounded tool call per invocation: the deadline and response budget are sized
+        // for one call, so a batch that asks for several is refused before any runs.
+        let calls = items
+            .iter()
+            .filter_map(|m| m.get("method").and_then(Value::as_str))
+            .filter(|name| Method::parse(name) == Method::ToolsCall)
+            .count();
+        if calls > 1 {
+            return reject(format!(
+                "a batch may contain at most one tools/call, this one contains {calls}"
+            ));
+        }
+        let mut responses = Vec::new();
+        let mut record = None;
+        for item in items {
+            if let Handled::Answer { body, call, .. } =
+                self.handle_message(item, version, incoming, true).await
+            {
+                responses.push(body);
+                record = record.or(call);
+            }
+        }
+        if responses.is_empty() {
+            return Reply::new(202, None, version);
+        }
+        Reply {
+            call: record,
+            ..Reply::new(200, Some(Value::Array(responses)), version)
+        }
+    }
+
+    async fn handle_message(
+        &self,
+        value: &Value,
+        version: ProtocolVersion,
+        incoming: &Incoming<'_>,
+        in_batch: bool,
+    ) -> Handled {
+        let message = match jsonrpc::parse_envelope(value) {
+            Ok(m) => m,
+            Err(EnvelopeError { id, reason }) => {
+                return Handled::error(
+                    RpcError::InvalidRequest(reason.into()),
+                    id.as_ref(),
+                    version,
+                );
+            }
+        };
+        let (id, method, params) = match message {
+            Message::Request { id, method, params } => (id, method, params),
+            // "If the input is a JSON-RPC response or notification: If the server accepts
+            // the input, the server MUST return HTTP status code 202 Accepted with no body"
+            // (transports §Sending Messages). A stateless server has nothing to correlate a
+            // response with, and cancellation has nothing to cancel; both are accepted and
+            // forgotten.
+            Message::Notification { .. } => return Handled::Accepted,
+            Message::Response if version.is_stateless() => {
+                let err = RpcError::InvalidRequest(
+                    "clients must not send JSON-RPC responses in protocol version 2026-07-28"
+                        .into(),
+                );
+                return Handled::error(err, None, version);
+            }
+            Message::Response => return Handled::Accepted,
+        };
+        let params = match params {
+            None => Map::new(),
+            Some(Value::Object(map)) => map,
+            Some(_) => {
+                let err = RpcError::InvalidParams("params must be a JSON object".into());
+                return Handled::error(err, Some(&id), version);
+            }
+        };
+        let method = Method::parse(&method);
+        let answer = if !method.is_served(version, self.offered()) {
+            // 2026-07-28 streamable-http: an unimplemented method "MUST respond with 404
+            // Not Found and a JSON-RPC error with code -32601" (the status is the error's
+            // per era). In 2026-07-28 this covers the removed `initialize`, `ping`,
+            // `logging/setLevel` and `resources/(un)subscribe`.
+            Err(RpcError::MethodNotFound(method.as_str().to_owned())).into()
+        } else if version.is_stateless() {
+            self.dispatch_stateless(method, params, incoming).await
+        } else {
+            self.dispatch_handshake(method, params, version, incoming, in_batch)
+                .await
+        };
+        let mut handled = match answer.result {
+            Ok(result) => Handled::Answer {
+                status: 200,
+                body: jsonrpc::success(&id, result),
+                challenge: None,
+                call: None,
+            },
+            Err(err) => Handled::error(err, Some(&id), version),
+        };
+        if let Handled::Answer { call, .. } = &mut handled {
+            *call = answer.call;
+        }
+        handled
+    }
+
+    /// The context a request body runs with: its era, deadline, caller and budget.
+    fn context(&self, version: ProtocolVersion, incoming: &Incoming<'_>) -> RequestContext {
+        RequestContext {
+            deadline: incoming.deadline,
+            caller: incoming.caller.clone(),
+            response_budget: self.response_budget,
+            ..RequestContext::anonymous(version)
+        }
+    }
+}

@@ -1,0 +1,85 @@
+//! `get_entity_state`: one entity's current merged state, as the write path keeps it.
+
+use std::sync::Arc;
+
+use jiff::Timestamp;
+use mcp_protocol::{CallStats, RequestContext, ToolDef};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio_postgres::types::Type;
+
+use crate::args::tool;
+use crate::event::col;
+use crate::outcome::{
+    LONG_VALUE_BYTES, STORED_TEXT_NOTICE, ToolResult, done, fail, read_rows, shorten_values,
+};
+use crate::sql;
+use crate::store::{Store, tenant};
+
+const NAME: &str = "get_entity_state";
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Args {
+    /// Entity id, exactly as stored
+    #[schemars(length(min = 1, max = 200))]
+    entity_id: String,
+}
+
+pub(crate) fn def(store: Arc<Store>) -> ToolDef {
+    tool(
+        NAME,
+        "Returns the current merged state of one entity, as maintained by the write path.",
+        store,
+        run,
+    )
+    .title("Get an entity's current state")
+    .output_schema(json!({
+        "type": "object",
+        "properties": {
+            "entity_id": { "type": "string" },
+            "entity_type": { "type": "string" },
+            "state": { "type": "object" },
+            "last_event_id": { "type": ["integer", "null"] },
+            "updated_at": { "type": "string" },
+            "shortened_values": { "type": "integer" }
+        },
+        "required": ["entity_id", "entity_type", "state", "updated_at"]
+    }))
+}
+
+async fn run(store: Arc<Store>, args: Args, ctx: RequestContext) -> ToolResult {
+    let tenant = tenant(&ctx)?;
+    let entity = Arc::new(args.entity_id);
+    let e = entity.clone();
+    let rows = store
+        .read(NAME, &ctx, &tenant, move |tx| {
+            let e = e.clone();
+            Box::pin(async move { tx.query(sql::GET_ENTITY_STATE, &[(&*e, Type::TEXT)]).await })
+        })
+        .await?;
+    let Some(row) = rows.first() else {
+        return fail(format!(
+            "No entity {entity:?} in your tenant. Entity ids are exact; use query_events (or describe_data for entity types) to find them."
+        ));
+    };
+    let mut state = col::<Value>(row, "state")?;
+    let shortened = shorten_values(&mut state, LONG_VALUE_BYTES);
+    let stats = CallStats {
+        truncated: shortened > 0,
+        ..read_rows(1)
+    };
+    done(
+        json!({
+            "entity_id": col::<String>(row, "entity_id")?,
+            "entity_type": col::<String>(row, "entity_type")?,
+            "state": state,
+            "last_event_id": col::<Option<i64>>(row, "last_event_id")?,
+            "updated_at": col::<Timestamp>(row, "updated_at")?.to_string(),
+            "shortened_values": shortened,
+            "notice": STORED_TEXT_NOTICE,
+        }),
+        stats,
+    )
+}

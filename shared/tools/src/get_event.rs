@@ -1,0 +1,66 @@
+//! `get_event`: one event by id, with its raw payload.
+
+use std::sync::Arc;
+
+use mcp_protocol::{CallStats, RequestContext, ToolDef};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+use tokio_postgres::types::Type;
+
+use crate::args::tool;
+use crate::event::{event_json, event_schema};
+use crate::outcome::{
+    LONG_VALUE_BYTES, STORED_TEXT_NOTICE, ToolResult, done, fail, read_rows, shorten_values,
+};
+use crate::sql;
+use crate::store::{Store, tenant};
+
+const NAME: &str = "get_event";
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Args {
+    #[schemars(range(min = 1))]
+    id: i64,
+}
+
+pub(crate) fn def(store: Arc<Store>) -> ToolDef {
+    tool(
+        NAME,
+        "Fetches one event by id, with its raw payload.",
+        store,
+        run,
+    )
+    .title("Get one event")
+    .output_schema(json!({
+        "type": "object",
+        "properties": { "event": event_schema(), "shortened_values": { "type": "integer" } },
+        "required": ["event"]
+    }))
+}
+
+async fn run(store: Arc<Store>, Args { id }: Args, ctx: RequestContext) -> ToolResult {
+    let tenant = tenant(&ctx)?;
+    let rows = store
+        .read(NAME, &ctx, &tenant, move |tx| {
+            Box::pin(async move { tx.query(sql::GET_EVENT, &[(&id, Type::INT8)]).await })
+        })
+        .await?;
+    let Some(row) = rows.first() else {
+        // Row-level security makes another tenant's event indistinguishable from none.
+        return fail(format!(
+            "No event with id {id} in your tenant. Use query_events to find event ids."
+        ));
+    };
+    let mut event = event_json(row, true)?;
+    let shortened = shorten_values(&mut event, LONG_VALUE_BYTES);
+    let stats = CallStats {
+        truncated: shortened > 0,
+        ..read_rows(1)
+    };
+    done(
+        json!({ "event": event, "shortened_values": shortened, "notice": STORED_TEXT_NOTICE }),
+        stats,
+    )
+}

@@ -1,0 +1,93 @@
+//! Every statement the tools run, in one place. Each runs inside the store's read-only,
+//! tenant-scoped transaction, so row-level security decides which rows exist; none takes
+//! caller text other than as a bound parameter.
+
+/// The columns of an event row, in the order `event_json` names them.
+macro_rules! event_columns {
+    () => {
+        "id, entity_id, entity_type, event_type, severity, occurred_at, tags, structured, ai_summary"
+    };
+}
+
+/// `query_events` (public so that the load benchmark's bare floor runs exactly this read).
+/// Raw payloads leave the database only when asked for: they can be large, and a page
+/// without them should not pay for reading, sending and decrypting them.
+pub const QUERY_EVENTS_SQL: &str = concat!(
+    "SELECT ",
+    event_columns!(),
+    ", CASE WHEN $11 THEN payload END AS payload \
+     FROM events \
+     WHERE ($1::text IS NULL OR entity_id = $1) \
+       AND ($2::text[] IS NULL OR event_type = ANY($2)) \
+       AND ($3::timestamptz IS NULL OR occurred_at >= $3) \
+       AND ($4::timestamptz IS NULL OR occurred_at < $4) \
+       AND ($5::text[] IS NULL OR tags && $5) \
+       AND ($6::text[] IS NULL OR tags @> $6) \
+       AND severity >= $7 \
+       AND ($8::timestamptz IS NULL OR (occurred_at, id) < ($8, $9)) \
+     ORDER BY occurred_at DESC, id DESC LIMIT $10"
+);
+
+/// `get_event`: one event with its payload.
+pub(crate) const GET_EVENT: &str = concat!(
+    "SELECT ",
+    event_columns!(),
+    ", payload FROM events WHERE id = $1"
+);
+
+/// `get_entity_state`: one entity's merged state.
+pub(crate) const GET_ENTITY_STATE: &str = "SELECT entity_id, entity_type, state, last_event_id, updated_at \
+     FROM entity_state WHERE entity_id = $1";
+
+/// `describe_data`: the catalog of event types.
+pub(crate) const EVENT_TYPES: &str =
+    "SELECT name, description, field_schema FROM event_types ORDER BY name";
+/// `describe_data`: the most common entity types.
+pub(crate) const ENTITY_TYPES: &str = "SELECT entity_type, count(*) AS events FROM events \
+     GROUP BY entity_type ORDER BY events DESC, entity_type LIMIT 100";
+/// `describe_data`: events per severity.
+pub(crate) const SEVERITY_COUNTS: &str =
+    "SELECT severity, count(*) AS events FROM events GROUP BY severity ORDER BY severity";
+/// `describe_data`: the time range covered and the event count.
+pub(crate) const EVENT_RANGE: &str =
+    "SELECT min(occurred_at) AS first, max(occurred_at) AS last, count(*) AS events FROM events";
+
+/// The window `summarize_window` reads: `$1` <= occurred_at < `$2`, optionally one entity.
+macro_rules! summary_scope {
+    () => {
+        "occurred_at >= $1 AND occurred_at < $2 AND ($3::text IS NULL OR entity_id = $3)"
+    };
+}
+
+/// `summarize_window`: events per severity in the window.
+pub(crate) const WINDOW_SEVERITY_COUNTS: &str = concat!(
+    "SELECT severity, count(*) AS events FROM events WHERE ",
+    summary_scope!(),
+    " GROUP BY severity"
+);
+
+/// `summarize_window`: the newest precomputed summaries in the window, up to `$4`.
+pub(crate) const WINDOW_SUMMARIES: &str = concat!(
+    "SELECT id, entity_id, event_type, severity, occurred_at, ai_summary FROM events WHERE ",
+    summary_scope!(),
+    " AND ai_summary IS NOT NULL ORDER BY occurred_at DESC, id DESC LIMIT $4"
+);
+
+/// `count_events`, one statement per grouping: the grouping column is chosen from this
+/// fixed set, never from the caller's text. `$1` is the bucket width in seconds.
+macro_rules! count_by {
+    ($key:literal) => {
+        concat!(
+            "SELECT date_bin($1::text::interval, occurred_at, $2) AS start, ",
+            $key,
+            " AS key, count(*) AS events FROM events \
+             WHERE occurred_at >= $2 AND occurred_at < $3 \
+               AND ($4::text IS NULL OR entity_id = $4) AND ($5::text[] IS NULL OR event_type = ANY($5)) \
+             GROUP BY start, key ORDER BY start, key LIMIT $6"
+        )
+    };
+}
+
+pub(crate) const COUNT_ALL: &str = count_by!("''");
+pub(crate) const COUNT_BY_EVENT_TYPE: &str = count_by!("event_type");
+pub(crate) const COUNT_BY_SEVERITY: &str = count_by!("severity::text");

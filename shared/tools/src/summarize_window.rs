@@ -1,0 +1,137 @@
+//! `summarize_window`: the newest precomputed summaries in a time window and a count per
+//! severity. No model is called.
+
+use std::sync::Arc;
+
+use jiff::Timestamp;
+use mcp_db::Param;
+use mcp_protocol::{CallStats, RequestContext, ToolDef, ToolError};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use tokio_postgres::types::Type;
+
+use crate::args::{required_window, tool};
+use crate::event::{SEVERITIES, col, severity_name};
+use crate::outcome::{
+    LIST_VALUE_BYTES, STORED_TEXT_NOTICE, ToolResult, done, read_rows, shorten_values,
+};
+use crate::sql;
+use crate::store::{Store, tenant};
+
+const NAME: &str = "summarize_window";
+
+fn default_max_summaries() -> i64 {
+    20
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Args {
+    /// Start of the window (RFC 3339)
+    #[schemars(length(max = 40), extend("format" = "date-time"))]
+    since: String,
+    /// End of the window (RFC 3339); default now
+    #[schemars(length(max = 40), extend("format" = "date-time"))]
+    until: Option<String>,
+    /// Entity id, exactly as stored
+    #[schemars(length(min = 1, max = 200))]
+    entity_id: Option<String>,
+    #[serde(default = "default_max_summaries")]
+    #[schemars(range(min = 1, max = 100))]
+    max_summaries: i64,
+}
+
+pub(crate) fn def(store: Arc<Store>) -> ToolDef {
+    tool(
+        NAME,
+        "Summarises a time window: the precomputed summaries of the newest events in it (no model is called) and a count per severity. Optionally for one entity.",
+        store,
+        run,
+    )
+    .title("Summarise a time window")
+    .output_schema(json!({
+        "type": "object",
+        "properties": {
+            "since": { "type": "string" },
+            "until": { "type": "string" },
+            "severity_counts": { "type": "object" },
+            "total_events": { "type": "integer" },
+            "summaries": { "type": "array" },
+            "truncated": { "type": "boolean" },
+            "shortened_values": { "type": "integer" }
+        },
+        "required": ["since", "until", "severity_counts", "total_events", "summaries", "truncated"]
+    }))
+}
+
+async fn run(store: Arc<Store>, args: Args, ctx: RequestContext) -> ToolResult {
+    let tenant = tenant(&ctx)?;
+    let (since, until) = required_window(&args.since, args.until.as_deref())?;
+    let entity = Arc::new(args.entity_id);
+    // The schema bounds it; the clamp keeps the SQL bounded whatever the schema says.
+    let max = args.max_summaries.clamp(1, 100);
+    let probe = max + 1;
+    let (tally, summaries) = store
+        .read(NAME, &ctx, &tenant, move |tx| {
+            let entity = entity.clone();
+            Box::pin(async move {
+                let base: [Param<'_>; 3] = [
+                    (&since, Type::TIMESTAMPTZ),
+                    (&until, Type::TIMESTAMPTZ),
+                    (&*entity, Type::TEXT),
+                ];
+                let tally = tx.query(sql::WINDOW_SEVERITY_COUNTS, &base).await?;
+                let mut params = base.to_vec();
+                params.push((&probe, Type::INT8));
+                let summaries = tx.query(sql::WINDOW_SUMMARIES, &params).await?;
+                Ok((tally, summaries))
+            })
+        })
+        .await?;
+    let mut counts = Map::new();
+    for name in SEVERITIES {
+        counts.insert(name.into(), json!(0));
+    }
+    let mut total = 0i64;
+    for r in &tally {
+        let n: i64 = col(r, "events")?;
+        total += n;
+        counts.insert(severity_name(col(r, "severity")?).into(), json!(n));
+    }
+    let truncated = summaries.len() as i64 > max;
+    let mut shortened = 0;
+    let summaries = summaries
+        .iter()
+        .take(max as usize)
+        .map(|r| {
+            let mut summary = json!({
+                "id": col::<i64>(r, "id")?,
+                "entity_id": col::<String>(r, "entity_id")?,
+                "event_type": col::<String>(r, "event_type")?,
+                "severity": severity_name(col(r, "severity")?),
+                "occurred_at": col::<Timestamp>(r, "occurred_at")?.to_string(),
+                "ai_summary": col::<String>(r, "ai_summary")?,
+            });
+            shortened += shorten_values(&mut summary, LIST_VALUE_BYTES);
+            Ok(summary)
+        })
+        .collect::<Result<Vec<Value>, ToolError>>()?;
+    let stats = CallStats {
+        truncated: truncated || shortened > 0,
+        ..read_rows(tally.len() + summaries.len())
+    };
+    done(
+        json!({
+            "since": since.to_string(),
+            "until": until.to_string(),
+            "severity_counts": counts,
+            "total_events": total,
+            "summaries": summaries,
+            "truncated": truncated,
+            "shortened_values": shortened,
+            "notice": STORED_TEXT_NOTICE,
+        }),
+        stats,
+    )
+}

@@ -2,6 +2,8 @@
 //! client-side cancel when the server's own timeout cannot answer, the per-tool cap, pages
 //! that stop at the byte budget, and the request's log line and metrics.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use mcp_db::{DbError, Phase};
@@ -428,4 +430,63 @@ async fn long_bucket_lists_stop_at_the_budget_and_say_so() {
     .await;
     assert_eq!(ok(&a)["truncated"], false);
     assert_eq!(ok(&a)["total_events"], 300);
+}
+
+/// A body that ignores its deadline is stopped by the engine: the caller gets the structured
+/// `deadline_exceeded` result (phase `tool`, also as an embedded JSON resource), the record
+/// says so, and whatever the body would have returned later is discarded.
+#[tokio::test]
+async fn a_tool_that_ignores_its_deadline_is_stopped_by_the_engine() {
+    let finished = Arc::new(AtomicBool::new(false));
+    let flag = finished.clone();
+    let mut tools = Tools::new();
+    tools
+        .register(
+            ToolDef::new(
+                "stubborn",
+                "Sleeps whatever its deadline says",
+                json!({"type": "object"}),
+                move |_, _| {
+                    let flag = flag.clone();
+                    async move {
+                        tokio::time::sleep(Duration::from_secs(60)).await;
+                        flag.store(true, Ordering::SeqCst);
+                        Ok(Outcome::Complete(CallToolResult::text("too late")))
+                    }
+                },
+            )
+            .max_duration(Duration::from_millis(200)),
+        )
+        .unwrap();
+    let server = Server::builder("t", "1").tools(tools).build();
+    let body =
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "stubborn"}})
+            .to_string();
+    let started = Instant::now();
+    let reply = server.handle(Incoming::new(body.as_bytes())).await;
+    // Stopped near its 200 ms cap, not after the body's 60 s.
+    assert!(started.elapsed() < Duration::from_secs(30));
+    let record = reply.call.clone().unwrap();
+    assert_eq!(record.stats.deadline_phase, Some("tool"));
+    assert!(record.is_error);
+    let result = &reply.body.unwrap()["result"];
+    assert_eq!(result["isError"], true);
+    let detail = &result["structuredContent"];
+    assert_eq!(detail["code"], "deadline_exceeded");
+    assert_eq!(detail["phase"], "tool");
+    assert_eq!(detail["tool"], "stubborn");
+    assert!(detail["budget_ms"].as_u64().unwrap() <= 200, "{detail}");
+    let embedded = &result["content"][1];
+    assert_eq!(embedded["type"], "resource");
+    assert_eq!(
+        embedded["resource"]["uri"],
+        "tool-error://deadline_exceeded"
+    );
+    assert_eq!(embedded["resource"]["mimeType"], "application/json");
+    let text: Value = serde_json::from_str(embedded["resource"]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(&text, detail);
+    assert!(
+        !finished.load(Ordering::SeqCst),
+        "the late body was dropped"
+    );
 }

@@ -11,6 +11,7 @@ mod bounds;
 mod doctor;
 mod events;
 mod faults;
+mod gate;
 mod handshake;
 mod hostile;
 mod http_layer;

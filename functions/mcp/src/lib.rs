@@ -172,7 +172,32 @@ pub async fn store_from_env() -> anyhow::Result<Arc<Store>> {
 pub async fn app_from_env() -> anyhow::Result<App> {
     let config = Config::from_env()?;
     let server = production_server(Some(store_from_env().await?), config.response_budget)?;
+    log_cold_start(&config, &server);
     Ok(App::new(config, server))
+}
+
+/// One line per sandbox saying what it serves: enough to tell from the logs which build
+/// and settings answered, and nothing secret (the issuer and budget are public facts).
+fn log_cold_start(config: &Config, server: &Server) {
+    let issuer = match &config.auth {
+        config::AuthSetting::Verify(auth) => auth.issuer.as_str(),
+        config::AuthSetting::Unconfigured => "(none: every request is refused)",
+        config::AuthSetting::Off => "(off)",
+    };
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        tools = server.tools().iter().count(),
+        resources = server.resource_count(),
+        auth.issuer = issuer,
+        response_budget_bytes = config.response_budget,
+        mcp_path = %config.mcp_path,
+        "cold start"
+    );
+    if config.allowed_hosts == config::HostPolicy::Any {
+        tracing::warn!(
+            "ALLOWED_HOSTS=*: the Host check is off; only safe behind a gateway that pins the host"
+        );
+    }
 }
 
 /// Runs the Lambda runtime loop with `app` as the handler.

@@ -3,6 +3,8 @@
 //! nothing else in the crate, so the registry, the request context and the server all build on
 //! it without importing each other.
 
+use std::time::Duration;
+
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
@@ -62,7 +64,8 @@ pub struct CallStats {
     pub rows: Option<u64>,
     /// The result was cut short (row limit, byte budget or a long value shortened).
     pub truncated: bool,
-    /// Where the call's deadline ran out, if it did (`acquire`, `connect`, `execute`).
+    /// Where the call's deadline ran out, if it did (`acquire`, `connect`, `execute`, or
+    /// `tool` when the engine stopped a body that overran it).
     pub deadline_phase: Option<&'static str>,
 }
 
@@ -94,14 +97,51 @@ impl CallToolResult {
     }
 
     /// An `isError` result whose structured content tells the model what went wrong in a
-    /// form it can act on, with `text` as the human-readable block.
+    /// form it can act on, with `text` as the human-readable block. The same detail also
+    /// travels as an embedded `application/json` resource (`tool-error://<code>`), so a
+    /// client that shows only content blocks still sees the machine-readable error.
     pub fn structured_error(text: impl Into<String>, detail: Value) -> Self {
+        let code = detail
+            .get("code")
+            .and_then(Value::as_str)
+            .unwrap_or("error");
+        let resource = json!({
+            "type": "resource",
+            "resource": {
+                "uri": format!("tool-error://{code}"),
+                "mimeType": "application/json",
+                "text": serde_json::to_string(&detail).unwrap_or_default(),
+            }
+        });
         Self {
-            content: vec![json!({ "type": "text", "text": text.into() })],
+            content: vec![json!({ "type": "text", "text": text.into() }), resource],
             structured_content: Some(detail),
             is_error: true,
             stats: CallStats::default(),
         }
+    }
+
+    /// The result for a call whose time ran out in `phase` after `budget`: what happened
+    /// (`text`), what to do (`guidance`), and whether retrying as is can help.
+    pub fn deadline_exceeded(
+        tool: &str,
+        phase: &'static str,
+        budget: Duration,
+        text: &str,
+        guidance: &str,
+    ) -> Self {
+        let detail = json!({
+            "code": "deadline_exceeded",
+            "tool": tool,
+            "phase": phase,
+            "budget_ms": budget.as_millis() as u64,
+            "retryable": true,
+            "guidance": guidance,
+        });
+        Self::structured_error(format!("{text} {guidance}"), detail).with_stats(CallStats {
+            deadline_phase: Some(phase),
+            ..CallStats::default()
+        })
     }
 
     /// The same result with `stats` attached.

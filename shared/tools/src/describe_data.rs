@@ -3,11 +3,12 @@
 use std::sync::Arc;
 
 use jiff::Timestamp;
-use mcp_protocol::{RequestContext, ToolDef, ToolError};
+use mcp_protocol::{CallStats, RequestContext, ToolDef, ToolError};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_postgres::Row;
+use tokio_postgres::types::Type;
 
 use crate::args::tool;
 use crate::event::{SEVERITIES, col};
@@ -25,7 +26,7 @@ pub(crate) struct Args {}
 pub(crate) fn def(store: Arc<Store>) -> ToolDef {
     tool(
         NAME,
-        "Start here. Describes the event store for your tenant: event types with their descriptions and field schemas, entity types, severities, the time range covered and event counts.",
+        "Start here. Describes the event store for your tenant: event types with their descriptions and field schemas (up to 200; event_types_truncated says when there are more), entity types, severities, the time range covered and event counts.",
         store,
         run,
     )
@@ -38,7 +39,8 @@ pub(crate) fn def(store: Arc<Store>) -> ToolDef {
             "severities": { "type": "array" },
             "first_event_at": { "type": ["string", "null"] },
             "last_event_at": { "type": ["string", "null"] },
-            "total_events": { "type": "integer" }
+            "total_events": { "type": "integer" },
+            "event_types_truncated": { "type": "boolean" }
         },
         "required": ["event_types", "entity_types", "severities", "total_events"]
     }))
@@ -49,7 +51,8 @@ async fn run(store: Arc<Store>, _: Args, ctx: RequestContext) -> ToolResult {
     let (types, entities, severities, range) = store
         .read(NAME, &ctx, &tenant, |tx| {
             Box::pin(async move {
-                let types = tx.query(sql::EVENT_TYPES, &[]).await?;
+                let probe = sql::MAX_EVENT_TYPES + 1;
+                let types = tx.query(sql::EVENT_TYPES, &[(&probe, Type::INT8)]).await?;
                 let entities = tx.query(sql::ENTITY_TYPES, &[]).await?;
                 let severities = tx.query(sql::SEVERITY_COUNTS, &[]).await?;
                 let range = tx.query(sql::EVENT_RANGE, &[]).await?;
@@ -57,9 +60,16 @@ async fn run(store: Arc<Store>, _: Args, ctx: RequestContext) -> ToolResult {
             })
         })
         .await?;
-    let stats = read_rows(types.len() + entities.len() + severities.len() + range.len());
+    let rows = types.len() + entities.len() + severities.len() + range.len();
+    // One row past the cap says the catalog is longer than what is listed.
+    let truncated = types.len() as i64 > sql::MAX_EVENT_TYPES;
+    let stats = CallStats {
+        truncated,
+        ..read_rows(rows)
+    };
     let event_types = types
         .iter()
+        .take(sql::MAX_EVENT_TYPES as usize)
         .map(|r| {
             Ok(json!({
                 "name": col::<String>(r, "name")?,
@@ -93,6 +103,7 @@ async fn run(store: Arc<Store>, _: Args, ctx: RequestContext) -> ToolResult {
             "first_event_at": first.map(|t| t.to_string()),
             "last_event_at": last.map(|t| t.to_string()),
             "total_events": total,
+            "event_types_truncated": truncated,
         }),
         stats,
     )

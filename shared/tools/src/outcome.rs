@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use mcp_db::{DbError, Phase};
 use mcp_protocol::{CallStats, CallToolResult, Outcome, ToolError};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 pub(crate) type ToolResult = Result<Outcome<CallToolResult>, ToolError>;
 
@@ -103,19 +103,11 @@ pub(crate) fn deadline_exceeded(tool: &str, phase: Phase, budget: Duration) -> T
             "Retry in a few seconds; the request itself is fine.",
         ),
     };
-    let detail = json!({
-        "code": "deadline_exceeded",
-        "tool": tool,
-        "phase": phase.as_str(),
-        "budget_ms": budget_ms,
-        "retryable": true,
-        "guidance": guidance,
-    });
-    let stats = CallStats {
-        deadline_phase: Some(phase.as_str()),
-        ..CallStats::default()
-    };
-    ToolError::Detailed(Box::new(
-        CallToolResult::structured_error(format!("{text} {guidance}"), detail).with_stats(stats),
-    ))
+    ToolError::Detailed(Box::new(CallToolResult::deadline_exceeded(
+        tool,
+        phase.as_str(),
+        budget,
+        &text,
+        guidance,
+    )))
 }

@@ -32,16 +32,19 @@ pub const QUERY_EVENTS_SQL: &str = concat!(
 pub(crate) const GET_EVENT: &str = concat!(
     "SELECT ",
     event_columns!(),
-    ", payload FROM events WHERE id = $1"
+    ", payload FROM events WHERE id = $1 LIMIT 1"
 );
 
 /// `get_entity_state`: one entity's merged state.
 pub(crate) const GET_ENTITY_STATE: &str = "SELECT entity_id, entity_type, state, last_event_id, updated_at \
-     FROM entity_state WHERE entity_id = $1";
+     FROM entity_state WHERE entity_id = $1 LIMIT 1";
 
-/// `describe_data`: the catalog of event types.
+/// The most event types `describe_data` lists (one more is read to know there are more).
+pub(crate) const MAX_EVENT_TYPES: i64 = 200;
+
+/// `describe_data`: the catalog of event types, up to `$1` of them.
 pub(crate) const EVENT_TYPES: &str =
-    "SELECT name, description, field_schema FROM event_types ORDER BY name";
+    "SELECT name, description, field_schema FROM event_types ORDER BY name LIMIT $1";
 /// `describe_data`: the most common entity types.
 pub(crate) const ENTITY_TYPES: &str = "SELECT entity_type, count(*) AS events FROM events \
      GROUP BY entity_type ORDER BY events DESC, entity_type LIMIT 100";

@@ -2,7 +2,7 @@
 //! it, settle its arguments (owner, schema), run it by its deadline, check what it returned
 //! (output schema, response budget) and keep a record of it all for the log line.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -78,7 +78,7 @@ impl Server {
         let budget = tool.response_budget().unwrap_or(self.response_budget);
         ctx.response_budget = budget;
         tracing::info!(tool.name = %p.name, caller = ctx.caller.log_id(), "tool call");
-        match tool.call(args, ctx).await {
+        match run_by_deadline(tool, args, ctx).await {
             Ok(Outcome::Complete(result)) => {
                 record.stats = result.stats.clone();
                 if !result.is_error && !tool.output_conforms(result.structured_content.as_ref()) {
@@ -123,6 +123,54 @@ impl Server {
         }
         // 2025-11-25 tools §Error Handling lists "Unknown tools" among protocol errors.
         Err(RpcError::InvalidParams(format!("Unknown tool: {name}")))
+    }
+}
+
+/// How long past its deadline a body may take to report the deadline itself. A body that
+/// honours the deadline says more than the engine can (the database layer names the phase,
+/// and after a client-side cancel waits up to 250 ms for the server to confirm it); the
+/// engine stops only bodies that do not. Well inside the margin the transport keeps back
+/// from the invocation's own deadline (`DEADLINE_MARGIN_MS`, 500 by default).
+const TOOL_GRACE: Duration = Duration::from_millis(300);
+
+/// Runs the tool body, racing it against the call's deadline. Database reads honour the
+/// deadline themselves, but a body that does not (a slow computation, an awaited call with
+/// no timeout) must not hold the invocation past it: once the deadline and [`TOOL_GRACE`]
+/// have passed its future is dropped, whatever it would have returned is discarded, and
+/// the caller gets `deadline_exceeded` with phase `tool`, logged once, here.
+async fn run_by_deadline(
+    tool: &Tool,
+    args: Map<String, Value>,
+    ctx: RequestContext,
+) -> Result<Outcome<CallToolResult>, ToolError> {
+    let Some(deadline) = ctx.deadline else {
+        return tool.call(args, ctx).await;
+    };
+    let budget = deadline.saturating_duration_since(Instant::now());
+    let stop = deadline + TOOL_GRACE;
+    match tokio::time::timeout_at(stop.into(), tool.call(args, ctx)).await {
+        Ok(outcome) => outcome,
+        Err(_) => {
+            tracing::warn!(
+                tool.name = tool.name(),
+                deadline.phase = "tool",
+                budget_ms = budget.as_millis() as u64,
+                "tool call ran past its deadline; its output is discarded"
+            );
+            Err(ToolError::Detailed(Box::new(
+                CallToolResult::deadline_exceeded(
+                    tool.name(),
+                    "tool",
+                    budget,
+                    &format!(
+                        "{} did not finish within its time budget of {} ms and was stopped.",
+                        tool.name(),
+                        budget.as_millis()
+                    ),
+                    "Ask for less (a narrower time window, more filters, a lower limit), or retry.",
+                ),
+            )))
+        }
     }
 }
 

@@ -194,6 +194,13 @@ impl Server {
         &self.tools
     }
 
+    /// How many resources and resource templates this server lists.
+    pub fn resource_count(&self) -> usize {
+        self.resources
+            .as_ref()
+            .map_or(0, |r| r.list().len() + r.templates().len())
+    }
+
     fn offered(&self) -> Offered {
         Offered {
             resources: self.resources.is_some(),

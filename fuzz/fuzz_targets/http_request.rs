@@ -12,7 +12,10 @@ use mcp::{App, Config};
 fn app() -> &'static (App, tokio::runtime::Runtime) {
     static A: OnceLock<(App, tokio::runtime::Runtime)> = OnceLock::new();
     A.get_or_init(|| {
+        // Timers on, as the Lambda runtime has them: the engine races every tool body
+        // against its deadline.
         let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
             .build()
             .unwrap();
         let config = Config {

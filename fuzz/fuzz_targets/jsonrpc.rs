@@ -11,7 +11,10 @@ use serde_json::Value;
 fn server() -> &'static (Server, tokio::runtime::Runtime) {
     static S: OnceLock<(Server, tokio::runtime::Runtime)> = OnceLock::new();
     S.get_or_init(|| {
+        // Timers on, as the Lambda runtime has them: the engine races every tool body
+        // against its deadline.
         let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
             .build()
             .unwrap();
         (conformance::fixture_server().unwrap(), rt)

@@ -6,7 +6,8 @@
 //! * Stateless era (2026-07-28): per-request `_meta`, `server/discover`, `resultType`,
 //!   caching hints, `Mcp-Method`/`Mcp-Name` header checks.
 //!
-//! This crate does no I/O and knows nothing of HTTP servers, Lambda or databases: it takes
+//! This crate does no I/O and knows nothing of HTTP servers, Lambda or databases (it only
+//! needs a tokio runtime with timers, to stop a tool body at its deadline): it takes
 //! a body plus the few transport headers the protocol defines and returns a status and a
 //! JSON body. Tool, resource and prompt bodies are plugged in through [`registry`]; what they
 //! return is in [`result`]. Modules stand in layers: `result` and `version` import nothing of

@@ -25,7 +25,7 @@ mod support;
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use mcp_auth::{Algorithm, KeySet, canonical_resource, is_loopback_url as is_loopback};
+use mcp_auth::{canonical_resource, is_loopback_url as is_loopback};
 use serde_json::Value;
 
 use steps::{authorization_server, challenge};

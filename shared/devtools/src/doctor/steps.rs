@@ -1,8 +1,11 @@
 //! The checks of each document a client reads: the challenge and the authorization
 //! server's metadata with its keys.
 
-use super::support::*;
-use super::*;
+use super::support::{Missing, cause, fetch, first_document, hint, param, split_origin, strings};
+use mcp_auth::{Algorithm, KeySet, is_loopback_url as is_loopback};
+use serde_json::Value;
+
+use super::{Outcome, Report, Server};
 
 pub(super) async fn challenge(
     http: &reqwest::Client,

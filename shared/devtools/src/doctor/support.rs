@@ -1,6 +1,9 @@
 //! Fetching documents within bounds, and reading their fields.
 
-use super::*;
+use mcp_auth::{canonical_resource, is_loopback_url as is_loopback};
+use serde_json::Value;
+
+use super::{MAX_DOCUMENT_BYTES, Outcome, Report};
 
 pub(super) fn reachability(url: &str) -> Option<String> {
     is_loopback(url).then(|| {

@@ -97,7 +97,8 @@ impl Config {
     /// Fails, naming the variable, when a value is malformed. Init errors stop the cold
     /// start loudly instead of serving with a setting silently ignored.
     pub fn from_env() -> anyhow::Result<Self> {
-        let config = Self::from_lookup(|name| Env::process().var(name))?;
+        let env = Env::process();
+        let config = Self::from_lookup(|name| env.var(name))?;
         if matches!(config.auth, AuthSetting::Off) {
             bail!("AUTH_MODE=off is only accepted by the conformance fixture build");
         }
@@ -111,7 +112,8 @@ impl Config {
     ///
     /// See [`Config::from_env`].
     pub fn from_env_allowing_auth_off() -> anyhow::Result<Self> {
-        Self::from_lookup(|name| Env::process().var(name))
+        let env = Env::process();
+        Self::from_lookup(|name| env.var(name))
     }
 
     /// Like [`Config::from_env`], from any name → value lookup (tests use a map).

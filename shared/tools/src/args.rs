@@ -29,13 +29,10 @@ where
     Fut: Future<Output = ToolResult> + Send + 'static,
 {
     let run = move |args: Map<String, Value>, ctx| {
-        let args = reject_nul(&args).and_then(|()| typed::<A>(name, args));
-        let store = store.clone();
-        let body = match args {
-            Ok(args) => Ok(body(store, args, ctx)),
-            Err(e) => Err(e),
-        };
-        async move { body?.await }
+        let run = reject_nul(&args)
+            .and_then(|()| typed::<A>(name, args))
+            .map(|args| body(store.clone(), args, ctx));
+        async move { run?.await }
     };
     ToolDef::new(name, description, input_schema::<A>(), run).scopes([READ_SCOPE])
 }

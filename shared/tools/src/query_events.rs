@@ -121,12 +121,12 @@ impl Filter {
     }
 }
 
-async fn run(store: Arc<Store>, args: Args, ctx: RequestContext) -> ToolResult {
+async fn run(store: Arc<Store>, mut args: Args, ctx: RequestContext) -> ToolResult {
     let tenant = tenant(&ctx)?;
     // The schema bounds `limit`; the clamp keeps the SQL bounded whatever the schema says.
     let limit = args.limit.clamp(1, MAX_LIMIT);
     let with_payload = args.include_payload;
-    let cursor = args.cursor.clone();
+    let cursor = args.cursor.take();
     let filter = Arc::new(Filter::new(args)?);
     let fingerprint = filter_hash(&filter.canonical());
     let after = match cursor {

@@ -10,7 +10,9 @@ use serde_json::{Value, json};
 use tokio_postgres::NoTls;
 
 use crate::support::auth::{app_serving, auth_config, keys, static_keys};
-use crate::support::db::{ADMIN, TestDb, admin, call, fixture, ids, ok, token, tool_error};
+use crate::support::db::{
+    ADMIN, TestDb, admin, call, eventually, fixture, ids, ok, token, tool_error,
+};
 
 fn app(db: &TestDb) -> App {
     let server = mcp::production_server(
@@ -614,14 +616,21 @@ async fn the_deadline_reaches_postgres_and_the_connection_survives_it() {
         matches!(result, Err(DbError::Timeout(Phase::Execute))),
         "{result:?}"
     );
-    // ...so it no longer runs anywhere,
-    let running: i64 = db
-        .admin
-        .query_one("SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(5)' AND state = 'active'", &[])
-        .await
-        .unwrap()
-        .get(0);
-    assert_eq!(running, 0);
+    // ...so it no longer runs anywhere. When the server's own timeout answered, the backend
+    // is idle already; when the client-side backstop fired instead (a loaded machine), its
+    // cancel request reaches the backend through the proxy a moment later. Either way the
+    // sleep ends well before its 5 s, which is what this checks.
+    let admin = &db.admin;
+    let stopped = eventually(Duration::from_secs(3), || async {
+        let running: i64 = admin
+            .query_one("SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(5)' AND state = 'active'", &[])
+            .await
+            .unwrap()
+            .get(0);
+        running == 0
+    })
+    .await;
+    assert!(stopped, "the timed-out statement still runs");
     // ...and the same warm connection serves the next read.
     assert_eq!(crate::secrets::count_acme(&store.db).await.unwrap(), 5);
 

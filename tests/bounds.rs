@@ -272,7 +272,7 @@ async fn a_tool_cannot_run_past_its_own_cap_whatever_the_invocation_has_left() {
         .register(reporting("remaining").max_duration(Duration::from_millis(800)))
         .unwrap();
     tools.register(reporting("default")).unwrap();
-    let server = Server::builder("t", "1").tools(tools).build();
+    let server = Server::builder("t", "1").tools(tools).build().unwrap();
     let left = |name: &'static str, deadline: Option<Instant>| {
         let server = &server;
         async move {
@@ -458,7 +458,7 @@ async fn a_tool_that_ignores_its_deadline_is_stopped_by_the_engine() {
             .max_duration(Duration::from_millis(200)),
         )
         .unwrap();
-    let server = Server::builder("t", "1").tools(tools).build();
+    let server = Server::builder("t", "1").tools(tools).build().unwrap();
     let body =
         json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "stubborn"}})
             .to_string();

@@ -143,7 +143,11 @@ async fn the_production_function_serves_dev_tokens_with_the_dev_configuration() 
             .unwrap();
     let app = mcp::App::new(
         config,
-        mcp::production_server(None, mcp_protocol::server::DEFAULT_RESPONSE_BUDGET).unwrap(),
+        mcp::production_server(
+            crate::support::db::unconnected_store(),
+            mcp_protocol::server::DEFAULT_RESPONSE_BUDGET,
+        )
+        .unwrap(),
     );
     let token = {
         let out = std::process::Command::new(env!("CARGO"))

@@ -3,25 +3,14 @@
 //! Adding, removing or reshaping one is a deliberate change to this file, reviewed as such,
 //! because every connected agent sees it.
 
-use std::time::Duration;
-
-use mcp_db::{Credentials, Db, DbConfig, TlsMode};
-use mcp_tools::{CursorKey, Store};
 use serde_json::{Value, json};
+
+use crate::support::db::unconnected_store;
 
 /// The production server over a store it never connects to: listing touches no database.
 fn deployed() -> mcp_protocol::Server {
-    let store = Store {
-        db: Db::new(DbConfig {
-            credentials: Credentials::Url("postgres://mcp_endpoint@127.0.0.1:1/none".into()),
-            tls: TlsMode::Disable,
-            connect_timeout: Duration::from_secs(1),
-        }),
-        cursor_key: CursorKey::new(vec![1u8; 32]).unwrap(),
-        statement_timeout: Duration::from_secs(5),
-    };
     mcp::production_server(
-        Some(std::sync::Arc::new(store)),
+        unconnected_store(),
         mcp_protocol::server::DEFAULT_RESPONSE_BUDGET,
     )
     .unwrap()
@@ -138,7 +127,53 @@ fn the_deployed_tools_are_exactly_these() {
     assert_eq!(server.tools().all_scopes(), ["events:read"]);
 }
 
+/// The deployed resources: URI or template, name, title, type, scopes. Each reads what
+/// the matching tool reads, so a change here goes with one there.
 #[test]
-fn the_deployed_function_lists_no_resources_yet() {
-    assert_eq!(deployed().resource_count(), 0);
+fn the_deployed_function_serves_exactly_these_resources() {
+    let server = deployed();
+    let listed: Vec<(Value, Vec<String>)> = server
+        .resources()
+        .iter()
+        .map(|r| (r.listing().clone(), r.required_scopes().to_vec()))
+        .collect();
+    let read = vec!["events:read".to_owned()];
+    let expected = vec![
+        (
+            json!({
+                "uri": "event-store://event-types",
+                "name": "event-types",
+                "title": "Event types",
+                "mimeType": "application/json",
+                "description": listed[0].0["description"],
+            }),
+            read.clone(),
+        ),
+        (
+            json!({
+                "uriTemplate": "event-store://events/{id}",
+                "name": "event",
+                "title": "One event",
+                "mimeType": "application/json",
+                "description": listed[1].0["description"],
+            }),
+            read.clone(),
+        ),
+        (
+            json!({
+                "uriTemplate": "event-store://entities/{entity_id}/state",
+                "name": "entity-state",
+                "title": "An entity's current state",
+                "mimeType": "application/json",
+                "description": listed[2].0["description"],
+            }),
+            read,
+        ),
+    ];
+    assert_eq!(listed, expected);
+    for (listing, _) in &listed {
+        let description = listing["description"].as_str().unwrap();
+        assert!(description.len() > 40, "{description}");
+    }
+    assert_eq!(server.all_scopes(), ["events:read"]);
 }

@@ -17,6 +17,7 @@ mod hostile;
 mod http_layer;
 mod infra;
 mod properties;
+mod resources;
 mod secrets;
 mod smoke;
 mod stateless;

@@ -162,7 +162,7 @@ proptest! {
                 Ok(Outcome::Complete(CallToolResult::text("x".repeat(size))))
             }))
             .unwrap();
-        let server = Server::builder("t", "1").tools(tools).response_budget(budget).build();
+        let server = Server::builder("t", "1").tools(tools).response_budget(budget).build().unwrap();
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "blob"}}).to_string();
         let reply = runtime().block_on(server.handle(Incoming::new(body.as_bytes())));
         let result = &reply.body.unwrap()["result"];

@@ -16,7 +16,7 @@ use crate::support::db::{
 
 fn app(db: &TestDb) -> App {
     let server = mcp::production_server(
-        Some(db.store("mcp_endpoint", Duration::from_secs(5))),
+        db.store("mcp_endpoint", Duration::from_secs(5)),
         mcp_protocol::server::DEFAULT_RESPONSE_BUDGET,
     )
     .unwrap();
@@ -409,7 +409,7 @@ async fn no_tool_leaks_another_tenants_rows_and_no_tenant_means_no_data() {
     let mut config = auth_config(static_keys(&[&keys().rsa]));
     config.tenant_claim = None;
     let server = mcp::production_server(
-        Some(db.store("mcp_endpoint", Duration::from_secs(5))),
+        db.store("mcp_endpoint", Duration::from_secs(5)),
         mcp_protocol::server::DEFAULT_RESPONSE_BUDGET,
     )
     .unwrap();
@@ -502,11 +502,8 @@ async fn a_role_that_could_write_or_bypass_rls_is_refused() {
         "{result:?}"
     );
     // Through the endpoint the refusal is an opaque internal error, and nothing is read.
-    let server = mcp::production_server(
-        Some(superuser),
-        mcp_protocol::server::DEFAULT_RESPONSE_BUDGET,
-    )
-    .unwrap();
+    let server =
+        mcp::production_server(superuser, mcp_protocol::server::DEFAULT_RESPONSE_BUDGET).unwrap();
     let app = app_serving(auth_config(static_keys(&[&keys().rsa])), server);
     let a = call(&app, &token(Some("acme")), "describe_data", json!({})).await;
     assert_eq!(a.assert_error(500, -32603), "Internal error");
@@ -657,7 +654,7 @@ async fn the_deadline_reaches_postgres_and_the_connection_survives_it() {
 
     // Through a tool, the model is told what happened and what to do.
     let server =
-        mcp::production_server(Some(store), mcp_protocol::server::DEFAULT_RESPONSE_BUDGET).unwrap();
+        mcp::production_server(store, mcp_protocol::server::DEFAULT_RESPONSE_BUDGET).unwrap();
     let app = app_serving(auth_config(static_keys(&[&keys().rsa])), server);
     let tx = locker.transaction().await.unwrap();
     tx.batch_execute("LOCK TABLE events IN ACCESS EXCLUSIVE MODE")

@@ -48,7 +48,7 @@ fn app_with_test_tools() -> App {
         .unwrap();
     App::new(
         fixture_config(),
-        Server::builder("t", "0").tools(tools).build(),
+        Server::builder("t", "0").tools(tools).build().unwrap(),
     )
 }
 
@@ -177,7 +177,8 @@ async fn results_over_the_response_budget_are_replaced_by_a_bounded_error() {
         Server::builder("t", "0")
             .tools(tools)
             .response_budget(64 * 1024)
-            .build(),
+            .build()
+            .unwrap(),
     );
 
     let a = call(&app, "flood", Some(json!({"size": 60_000}))).await;

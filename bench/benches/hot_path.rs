@@ -124,7 +124,7 @@ fn listing_server() -> Server {
         cursor_key: mcp_tools::CursorKey::new(vec![1u8; 32]).unwrap(),
         statement_timeout: Duration::from_secs(5),
     });
-    mcp::production_server(Some(store), 256 * 1024).unwrap()
+    mcp::production_server(store, 256 * 1024).unwrap()
 }
 
 /// A tool answering 50 rows shaped like query_events' (payload left out, as by default).
@@ -157,7 +157,7 @@ fn rows_server() -> Server {
             .scopes(["events:read"]),
         )
         .unwrap();
-    Server::builder("bench", "1").tools(tools).build()
+    Server::builder("bench", "1").tools(tools).build().unwrap()
 }
 
 fn request(token: &str, body: &str) -> lambda_http::Request {

@@ -184,7 +184,10 @@ pub(crate) fn protected_server() -> Server {
             .scopes(["events:admin"]),
         )
         .unwrap();
-    Server::builder("protected", "0").tools(tools).build()
+    Server::builder("protected", "0")
+        .tools(tools)
+        .build()
+        .unwrap()
 }
 
 pub(crate) fn auth_config(keys: KeysConfig) -> AuthConfig {

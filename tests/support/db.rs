@@ -194,6 +194,20 @@ pub(crate) fn ids(v: &Value) -> Vec<i64> {
         .collect()
 }
 
+/// A store pointing at a port nothing listens on: for servers whose tests never read
+/// (listings, auth, transport), so a read by mistake fails loudly.
+pub(crate) fn unconnected_store() -> Arc<Store> {
+    Arc::new(Store {
+        db: Db::new(DbConfig {
+            credentials: Credentials::Url("postgres://mcp_endpoint@127.0.0.1:1/none".into()),
+            tls: TlsMode::Disable,
+            connect_timeout: Duration::from_secs(1),
+        }),
+        cursor_key: CursorKey::new(vec![1u8; 32]).unwrap(),
+        statement_timeout: Duration::from_secs(5),
+    })
+}
+
 /// Polls `check` until it holds or `within` passes: for effects another process applies
 /// asynchronously (a cancel request, a socket close), which no event announces.
 pub(crate) async fn eventually<F, Fut>(within: Duration, mut check: F) -> bool
@@ -217,7 +231,7 @@ pub(crate) fn app_with_budget(
     store: Arc<mcp_tools::Store>,
     budget: usize,
 ) -> (App, Arc<Mutex<Vec<String>>>) {
-    let server = mcp::production_server(Some(store), budget).unwrap();
+    let server = mcp::production_server(store, budget).unwrap();
     let lines = Arc::new(Mutex::new(Vec::new()));
     let sink = lines.clone();
     let config = Config {

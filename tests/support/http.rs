@@ -24,8 +24,11 @@ pub(crate) fn fixture_app() -> App {
 pub(crate) fn production_app() -> App {
     App::new(
         Config::default(),
-        mcp::production_server(None, mcp_protocol::server::DEFAULT_RESPONSE_BUDGET)
-            .expect("tools register"),
+        mcp::production_server(
+            crate::support::db::unconnected_store(),
+            mcp_protocol::server::DEFAULT_RESPONSE_BUDGET,
+        )
+        .expect("tools register"),
     )
 }
 
@@ -41,6 +44,11 @@ pub(crate) struct Answer {
 impl Answer {
     pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// Whether the raw body mentions `needle` anywhere (for what must never leak).
+    pub(crate) fn text_contains(&self, needle: &str) -> bool {
+        String::from_utf8_lossy(&self.raw).contains(needle)
     }
 
     pub(crate) fn error_code(&self) -> Option<i64> {

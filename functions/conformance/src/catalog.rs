@@ -1,7 +1,8 @@
 //! The conformance suite's resources, prompts and completions.
 
 use mcp_protocol::{
-    BoxFuture, Completions, InputRequired, Outcome, Prompts, RequestContext, Resources, ToolError,
+    Completions, InputRequired, Outcome, Prompts, RequestContext, ResourceDef, ResourceError,
+    Resources, ToolError,
 };
 use serde_json::{Map, Value, json};
 
@@ -9,65 +10,38 @@ use crate::ask::{elicitation, elicited, response};
 
 use crate::PNG_1X1;
 
-pub(crate) struct FixtureResources;
-
-pub(crate) const TEMPLATE_PREFIX: &str = "test://template/";
-pub(crate) const TEMPLATE_SUFFIX: &str = "/data";
-
-impl Resources for FixtureResources {
-    fn list(&self) -> Vec<Value> {
-        vec![
-            json!({
-                "uri": "test://static-text",
-                "name": "static-text",
-                "description": "A static text resource",
-                "mimeType": "text/plain"
-            }),
-            json!({
-                "uri": "test://static-binary",
-                "name": "static-binary",
-                "description": "A static binary resource (PNG)",
-                "mimeType": "image/png"
-            }),
-        ]
-    }
-
-    fn templates(&self) -> Vec<Value> {
-        vec![json!({
-            "uriTemplate": "test://template/{id}/data",
-            "name": "template-data",
-            "description": "Data for one id",
-            "mimeType": "application/json"
-        })]
-    }
-
-    fn read(
-        &self,
-        uri: String,
-        _ctx: RequestContext,
-    ) -> BoxFuture<Result<Option<Outcome<Vec<Value>>>, ToolError>> {
-        let contents = match uri.as_str() {
-            "test://static-text" => Some(json!({
-                "uri": uri,
-                "mimeType": "text/plain",
-                "text": "This is the content of the static text resource."
-            })),
-            "test://static-binary" => Some(json!({
-                "uri": uri,
-                "mimeType": "image/png",
-                "blob": PNG_1X1
-            })),
-            _ => uri
-                .strip_prefix(TEMPLATE_PREFIX)
-                .and_then(|rest| rest.strip_suffix(TEMPLATE_SUFFIX))
-                .filter(|id| !id.is_empty() && !id.contains('/'))
-                .map(|id| {
-                    let text = json!({ "id": id, "templateTest": true, "data": format!("Data for ID: {id}") });
-                    json!({ "uri": uri, "mimeType": "application/json", "text": text.to_string() })
-                }),
-        };
-        Box::pin(async move { Ok(contents.map(|c| Outcome::Complete(vec![c]))) })
-    }
+/// The suite's resources: two static ones and a template.
+pub(crate) fn fixture_resources() -> Result<Resources, ResourceError> {
+    let mut resources = Resources::new();
+    resources
+        .register(
+            ResourceDef::direct("test://static-text", "static-text", |request, _| async move {
+                Ok(Some(vec![json!({
+                    "uri": request.uri,
+                    "mimeType": "text/plain",
+                    "text": "This is the content of the static text resource."
+                })]))
+            })
+            .description("A static text resource")
+            .mime_type("text/plain"),
+        )?
+        .register(
+            ResourceDef::direct("test://static-binary", "static-binary", |request, _| async move {
+                Ok(Some(vec![json!({ "uri": request.uri, "mimeType": "image/png", "blob": PNG_1X1 })]))
+            })
+            .description("A static binary resource (PNG)")
+            .mime_type("image/png"),
+        )?
+        .register(
+            ResourceDef::template("test://template/{id}/data", "template-data", |request, _| async move {
+                let id = request.var("id").unwrap_or_default();
+                let text = json!({ "id": id, "templateTest": true, "data": format!("Data for ID: {id}") });
+                Ok(Some(vec![json!({ "uri": request.uri, "mimeType": "application/json", "text": text.to_string() })]))
+            })
+            .description("Data for one id")
+            .mime_type("application/json"),
+        )?;
+    Ok(resources)
 }
 
 pub(crate) struct FixturePrompts;

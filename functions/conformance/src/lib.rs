@@ -12,7 +12,7 @@ mod tools;
 
 use std::sync::Arc;
 
-use mcp_protocol::{CallToolResult, Outcome, RegistryError, Server, ToolDef, ToolError};
+use mcp_protocol::{CallToolResult, Outcome, Server, ToolDef, ToolError};
 use serde_json::{Value, json};
 
 pub use state::StateSigner;
@@ -22,18 +22,18 @@ pub use state::StateSigner;
 /// # Errors
 ///
 /// Fails only if a fixture definition is invalid.
-pub fn fixture_server() -> Result<Server, RegistryError> {
+pub fn fixture_server() -> anyhow::Result<Server> {
     let signer = Arc::new(StateSigner::from_env());
     let mut tools = tools::fixture_tools()?;
     input_required::register_input_required_tools(&mut tools, &signer)?;
     Ok(
         Server::builder("mcp-conformance-fixture", env!("CARGO_PKG_VERSION"))
             .tools(tools)
-            .resources(Arc::new(catalog::FixtureResources))
+            .resources(catalog::fixture_resources()?)
             .prompts(Arc::new(catalog::FixturePrompts))
             .completions(Arc::new(catalog::FixtureCompletions))
             .logging(true)
-            .build(),
+            .build()?,
     )
 }
 

@@ -29,7 +29,7 @@ impl Authenticator {
     pub(crate) fn new(config: &Config, server: &Server) -> Self {
         match &config.auth {
             AuthSetting::Verify(auth) => {
-                let scopes = server.tools().all_scopes().to_vec();
+                let scopes = server.all_scopes();
                 let metadata_url = config
                     .resource_metadata_url
                     .clone()

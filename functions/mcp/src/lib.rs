@@ -18,7 +18,7 @@ use std::time::Instant;
 
 use lambda_http::{Body, Request, RequestExt, Response, service_fn};
 use mcp_env::Env;
-use mcp_protocol::{RegistryError, Server, Tools};
+use mcp_protocol::{Resources, Server, Tools};
 use mcp_tools::{CursorKey, Store};
 
 pub use config::Config;
@@ -95,20 +95,18 @@ impl App {
     }
 }
 
-/// The server the deployed function serves: the event-store tools over `store` (none without
-/// a store, which only tests use).
+/// The server the deployed function serves: the event-store tools and resources over
+/// `store`.
 ///
 /// # Errors
 ///
-/// Fails if a tool definition is invalid (bad name, bad schema): a cold-start error.
-pub fn production_server(
-    store: Option<Arc<Store>>,
-    response_budget: usize,
-) -> Result<Server, RegistryError> {
+/// Fails if a tool or resource definition is invalid (bad name, schema or URI template):
+/// a cold-start error, caught by tests.
+pub fn production_server(store: Arc<Store>, response_budget: usize) -> anyhow::Result<Server> {
     let mut tools = Tools::new();
-    if let Some(store) = store {
-        mcp_tools::register(&mut tools, store)?;
-    }
+    mcp_tools::register(&mut tools, store.clone())?;
+    let mut resources = Resources::new();
+    mcp_tools::register_resources(&mut resources, store)?;
     Ok(Server::builder("event-store-mcp", env!("CARGO_PKG_VERSION"))
         .title("Event store (read-only)")
         .instructions(
@@ -116,8 +114,9 @@ pub fn production_server(
              narrow the time window or add filters when a result is truncated.",
         )
         .tools(tools)
+        .resources(resources)
         .response_budget(response_budget)
-        .build())
+        .build()?)
 }
 
 /// The event store from `DATABASE_URL` or `DB_SECRET_ID` (+ `DB_SSLMODE`, `DB_CA_FILE`, ...),
@@ -171,7 +170,7 @@ pub async fn store_from_env() -> anyhow::Result<Arc<Store>> {
 /// Names the missing or malformed variable, or the secret that could not be read.
 pub async fn app_from_env() -> anyhow::Result<App> {
     let config = Config::from_env()?;
-    let server = production_server(Some(store_from_env().await?), config.response_budget)?;
+    let server = production_server(store_from_env().await?, config.response_budget)?;
     log_cold_start(&config, &server);
     Ok(App::new(config, server))
 }
@@ -187,7 +186,7 @@ fn log_cold_start(config: &Config, server: &Server) {
     tracing::info!(
         version = env!("CARGO_PKG_VERSION"),
         tools = server.tools().iter().count(),
-        resources = server.resource_count(),
+        resources = server.resources().len(),
         auth.issuer = issuer,
         response_budget_bytes = config.response_budget,
         mcp_path = %config.mcp_path,

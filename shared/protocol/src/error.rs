@@ -51,6 +51,11 @@ pub enum RpcError {
     /// Insufficient Scope Errors).
     #[error("Forbidden: insufficient scope; this call needs {}", .scopes.join(" "))]
     InsufficientScope { scopes: Vec<String> },
+    /// A read the server could not complete (its deadline passed, its answer was over the
+    /// response budget): -32603 with a message saying what to do and the structured detail
+    /// in `data`, in a 200 like any answered request. Not a fault of ours, so not a 500.
+    #[error("{message}")]
+    Failed { message: String, data: Value },
     #[error("Internal error")]
     Internal,
 }
@@ -83,6 +88,7 @@ impl RpcError {
                 Some(json!({ "supported": supported_versions(), "requested": requested })),
             ),
             Self::InsufficientScope { .. } => (code::INVALID_REQUEST, None),
+            Self::Failed { data, .. } => (code::INTERNAL_ERROR, Some(data.clone())),
             Self::Internal => (code::INTERNAL_ERROR, None),
         };
         ErrorObject {
@@ -109,7 +115,10 @@ impl RpcError {
             | Self::MissingClientCapability { .. }
             | Self::UnsupportedProtocolVersion { .. } => 400,
             Self::MethodNotFound(_) if version.is_stateless() => 404,
-            Self::MethodNotFound(_) | Self::InvalidParams(_) | Self::ResourceNotFound { .. } => 200,
+            Self::MethodNotFound(_)
+            | Self::InvalidParams(_)
+            | Self::ResourceNotFound { .. }
+            | Self::Failed { .. } => 200,
             Self::InsufficientScope { .. } => 403,
             Self::Internal => 500,
         }
@@ -202,6 +211,16 @@ mod tests {
                 403,
                 -32600,
                 403,
+            ),
+            (
+                RpcError::Failed {
+                    message: "x".into(),
+                    data: json!({}),
+                },
+                -32603,
+                200,
+                -32603,
+                200,
             ),
             (RpcError::Internal, -32603, 500, -32603, 500),
         ];

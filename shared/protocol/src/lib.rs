@@ -11,7 +11,8 @@
 //! a body plus the few transport headers the protocol defines and returns a status and a
 //! JSON body. Tool, resource and prompt bodies are plugged in through [`registry`]; what they
 //! return is in [`result`]. Modules stand in layers: `result` and `version` import nothing of
-//! the crate, `context` only those, `registry` adds `context`, `server` uses them all.
+//! the crate, `context` only those, `registry` and `resources` add `context`, `server` uses them
+//! all.
 //! Its invariants are tested in each module and, end to end, in the `tests/` crate.
 
 pub mod context;
@@ -19,6 +20,7 @@ pub mod error;
 pub mod jsonrpc;
 pub mod method;
 pub mod registry;
+pub mod resources;
 pub mod result;
 pub mod schema;
 pub mod server;
@@ -28,11 +30,12 @@ pub use context::{Caller, RequestContext};
 pub use error::RpcError;
 pub use method::Method;
 pub use registry::{
-    BoxFuture, Completions, DEFAULT_TOOL_MAX_DURATION, Owner, Prompts, RegistryError, Resources,
+    BoxFuture, Completions, DEFAULT_TOOL_MAX_DURATION, Owner, Prompts, RegistryError,
     ToolAnnotations, ToolDef, Tools,
 };
+pub use resources::{ResourceDef, ResourceError, ResourceRequest, Resources};
 pub use result::CallRecord;
 pub use result::{CallStats, CallToolResult, InputRequired, Outcome, ToolError, structured_cost};
 pub use schema::input_schema;
-pub use server::{CacheHints, HeaderField, Incoming, Reply, Server, ServerBuilder};
+pub use server::{BuildError, CacheHints, HeaderField, Incoming, Reply, Server, ServerBuilder};
 pub use version::ProtocolVersion;

@@ -381,24 +381,6 @@ fn compile(
     })
 }
 
-/// Resources a server exposes (2025-11-25 server/resources).
-pub trait Resources: Send + Sync {
-    /// Direct resources for `resources/list`.
-    fn list(&self) -> Vec<Value>;
-
-    /// Templates for `resources/templates/list`.
-    fn templates(&self) -> Vec<Value> {
-        Vec::new()
-    }
-
-    /// Reads one resource: `Ok(None)` when the URI names nothing we have.
-    fn read(
-        &self,
-        uri: String,
-        ctx: RequestContext,
-    ) -> BoxFuture<Result<Option<Outcome<Vec<Value>>>, ToolError>>;
-}
-
 /// Prompts a server exposes (2025-11-25 server/prompts).
 pub trait Prompts: Send + Sync {
     fn list(&self) -> Vec<Value>;

@@ -61,23 +61,11 @@ async fn run(store: Arc<Store>, _: Args, ctx: RequestContext) -> ToolResult {
         })
         .await?;
     let rows = types.len() + entities.len() + severities.len() + range.len();
-    // One row past the cap says the catalog is longer than what is listed.
-    let truncated = types.len() as i64 > sql::MAX_EVENT_TYPES;
+    let (event_types, truncated) = event_types(&types)?;
     let stats = CallStats {
         truncated,
         ..read_rows(rows)
     };
-    let event_types = types
-        .iter()
-        .take(sql::MAX_EVENT_TYPES as usize)
-        .map(|r| {
-            Ok(json!({
-                "name": col::<String>(r, "name")?,
-                "description": col::<String>(r, "description")?,
-                "field_schema": col::<Value>(r, "field_schema")?,
-            }))
-        })
-        .collect::<Result<Vec<_>, ToolError>>()?;
     let entity_types = entities
         .iter()
         .map(|r| Ok(json!({ "name": col::<String>(r, "entity_type")?, "events": col::<i64>(r, "events")? })))
@@ -107,6 +95,25 @@ async fn run(store: Arc<Store>, _: Args, ctx: RequestContext) -> ToolResult {
         }),
         stats,
     )
+}
+
+/// The event-type catalog from the rows of [`sql::EVENT_TYPES`] read with one row past
+/// [`sql::MAX_EVENT_TYPES`], and whether that row says the catalog is longer than listed.
+/// Shared with the event-types resource.
+pub(crate) fn event_types(rows: &[Row]) -> Result<(Vec<Value>, bool), ToolError> {
+    let truncated = rows.len() as i64 > sql::MAX_EVENT_TYPES;
+    let listed = rows
+        .iter()
+        .take(sql::MAX_EVENT_TYPES as usize)
+        .map(|r| {
+            Ok(json!({
+                "name": col::<String>(r, "name")?,
+                "description": col::<String>(r, "description")?,
+                "field_schema": col::<Value>(r, "field_schema")?,
+            }))
+        })
+        .collect::<Result<Vec<_>, ToolError>>()?;
+    Ok((listed, truncated))
 }
 
 /// The count of events with severity `rank` among the per-severity rows (0 when absent).

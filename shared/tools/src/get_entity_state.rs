@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use jiff::Timestamp;
-use mcp_protocol::{CallStats, RequestContext, ToolDef};
+use mcp_protocol::{CallStats, RequestContext, ToolDef, ToolError};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -49,37 +49,49 @@ pub(crate) fn def(store: Arc<Store>) -> ToolDef {
     }))
 }
 
-async fn run(store: Arc<Store>, args: Args, ctx: RequestContext) -> ToolResult {
-    let tenant = tenant(&ctx)?;
-    let entity = Arc::new(args.entity_id);
-    let e = entity.clone();
-    let rows = store
-        .read(NAME, &ctx, &tenant, move |tx| {
-            let e = e.clone();
-            Box::pin(async move { tx.query(sql::GET_ENTITY_STATE, &[(&*e, Type::TEXT)]).await })
-        })
-        .await?;
-    let Some(row) = rows.first() else {
+async fn run(store: Arc<Store>, Args { entity_id }: Args, ctx: RequestContext) -> ToolResult {
+    let Some((state, shortened)) = load(&store, NAME, &ctx, entity_id.clone()).await? else {
         return fail(format!(
-            "No entity {entity:?} in your tenant. Entity ids are exact; use query_events (or describe_data for entity types) to find them."
+            "No entity {entity_id:?} in your tenant. Entity ids are exact; use query_events (or describe_data for entity types) to find them."
         ));
     };
-    let mut state = col::<Value>(row, "state")?;
-    let shortened = shorten_values(&mut state, LONG_VALUE_BYTES);
     let stats = CallStats {
         truncated: shortened > 0,
         ..read_rows(1)
     };
-    done(
-        json!({
-            "entity_id": col::<String>(row, "entity_id")?,
-            "entity_type": col::<String>(row, "entity_type")?,
-            "state": state,
-            "last_event_id": col::<Option<i64>>(row, "last_event_id")?,
-            "updated_at": col::<Timestamp>(row, "updated_at")?.to_string(),
-            "shortened_values": shortened,
-            "notice": STORED_TEXT_NOTICE,
-        }),
-        stats,
-    )
+    done(state, stats)
+}
+
+/// The current state of entity `entity_id` in the caller's tenant (the tool's structured
+/// result), and how many long values were shortened; `None` when there is no such entity.
+/// Shared with the entity-state resource.
+pub(crate) async fn load(
+    store: &Store,
+    name: &str,
+    ctx: &RequestContext,
+    entity_id: String,
+) -> Result<Option<(Value, usize)>, ToolError> {
+    let tenant = tenant(ctx)?;
+    let entity = Arc::new(entity_id);
+    let rows = store
+        .read(name, ctx, &tenant, move |tx| {
+            let e = entity.clone();
+            Box::pin(async move { tx.query(sql::GET_ENTITY_STATE, &[(&*e, Type::TEXT)]).await })
+        })
+        .await?;
+    let Some(row) = rows.first() else {
+        return Ok(None);
+    };
+    let mut state = col::<Value>(row, "state")?;
+    let shortened = shorten_values(&mut state, LONG_VALUE_BYTES);
+    let value = json!({
+        "entity_id": col::<String>(row, "entity_id")?,
+        "entity_type": col::<String>(row, "entity_type")?,
+        "state": state,
+        "last_event_id": col::<Option<i64>>(row, "last_event_id")?,
+        "updated_at": col::<Timestamp>(row, "updated_at")?.to_string(),
+        "shortened_values": shortened,
+        "notice": STORED_TEXT_NOTICE,
+    });
+    Ok(Some((value, shortened)))
 }

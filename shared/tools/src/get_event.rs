@@ -2,10 +2,10 @@
 
 use std::sync::Arc;
 
-use mcp_protocol::{CallStats, RequestContext, ToolDef};
+use mcp_protocol::{CallStats, RequestContext, ToolDef, ToolError};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
+use serde_json::{Value, json};
 use tokio_postgres::types::Type;
 
 use crate::args::tool;
@@ -41,20 +41,12 @@ pub(crate) fn def(store: Arc<Store>) -> ToolDef {
 }
 
 async fn run(store: Arc<Store>, Args { id }: Args, ctx: RequestContext) -> ToolResult {
-    let tenant = tenant(&ctx)?;
-    let rows = store
-        .read(NAME, &ctx, &tenant, move |tx| {
-            Box::pin(async move { tx.query(sql::GET_EVENT, &[(&id, Type::INT8)]).await })
-        })
-        .await?;
-    let Some(row) = rows.first() else {
+    let Some((event, shortened)) = load(&store, NAME, &ctx, id).await? else {
         // Row-level security makes another tenant's event indistinguishable from none.
         return fail(format!(
             "No event with id {id} in your tenant. Use query_events to find event ids."
         ));
     };
-    let mut event = event_json(row, true)?;
-    let shortened = shorten_values(&mut event, LONG_VALUE_BYTES);
     let stats = CallStats {
         truncated: shortened > 0,
         ..read_rows(1)
@@ -63,4 +55,26 @@ async fn run(store: Arc<Store>, Args { id }: Args, ctx: RequestContext) -> ToolR
         json!({ "event": event, "shortened_values": shortened, "notice": STORED_TEXT_NOTICE }),
         stats,
     )
+}
+
+/// Event `id` of the caller's tenant with its long values shortened, and how many were;
+/// `None` when the tenant has no such event. Shared with the event resource.
+pub(crate) async fn load(
+    store: &Store,
+    name: &str,
+    ctx: &RequestContext,
+    id: i64,
+) -> Result<Option<(Value, usize)>, ToolError> {
+    let tenant = tenant(ctx)?;
+    let rows = store
+        .read(name, ctx, &tenant, move |tx| {
+            Box::pin(async move { tx.query(sql::GET_EVENT, &[(&id, Type::INT8)]).await })
+        })
+        .await?;
+    let Some(row) = rows.first() else {
+        return Ok(None);
+    };
+    let mut event = event_json(row, true)?;
+    let shortened = shorten_values(&mut event, LONG_VALUE_BYTES);
+    Ok(Some((event, shortened)))
 }

@@ -8,6 +8,7 @@
 //! [`store`] (the tenant-scoped read under the call's deadline), [`event`] (event rows and
 //! their JSON form), [`outcome`] (results, failures and bounds on returned values),
 //! [`args`] (argument checks and the typed tool definition) and [`sql`] (every statement).
+//! [`resources`] serves the catalog, one event and one entity's state as resources too.
 
 mod args;
 mod count_events;
@@ -18,6 +19,7 @@ mod get_entity_state;
 mod get_event;
 mod outcome;
 mod query_events;
+mod resources;
 mod sql;
 mod store;
 mod summarize_window;
@@ -30,6 +32,7 @@ pub use cursor::{CursorError, CursorKey, Position, filter_hash};
 pub use event::SEVERITIES;
 pub use outcome::STORED_TEXT_NOTICE;
 pub use query_events::MAX_LIMIT;
+pub use resources::{ENTITY_STATE_TEMPLATE, EVENT_TEMPLATE, EVENT_TYPES_URI, register_resources};
 #[doc(hidden)]
 pub use sql::QUERY_EVENTS_SQL;
 pub use store::Store;

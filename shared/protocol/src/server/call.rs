@@ -131,7 +131,7 @@ impl Server {
 /// and after a client-side cancel waits up to 250 ms for the server to confirm it); the
 /// engine stops only bodies that do not. Well inside the margin the transport keeps back
 /// from the invocation's own deadline (`DEADLINE_MARGIN_MS`, 500 by default).
-const TOOL_GRACE: Duration = Duration::from_millis(300);
+pub(super) const TOOL_GRACE: Duration = Duration::from_millis(300);
 
 /// Runs the tool body, racing it against the call's deadline. Database reads honour the
 /// deadline themselves, but a body that does not (a slow computation, an awaited call with

@@ -10,7 +10,6 @@ use super::{Answer, Incoming, Server};
 use crate::context::RequestContext;
 use crate::error::RpcError;
 use crate::method::Method;
-use crate::registry::Resources;
 use crate::result::Outcome;
 use crate::version::ProtocolVersion;
 
@@ -55,7 +54,6 @@ impl Server {
         {
             return Err(e).into();
         }
-        let resources = self.resources.as_deref();
         let result = match method {
             Method::ToolsCall => return self.call_tool(params, ctx).await,
             Method::ToolsList => {
@@ -69,16 +67,12 @@ impl Server {
                     .collect();
                 Ok(json!({ "tools": tools }))
             }
-            Method::ResourcesList => {
-                served(resources, method).map(|r| json!({ "resources": r.list() }))
-            }
+            // Like tools, only what the caller may read is listed.
+            Method::ResourcesList => Ok(json!({ "resources": self.listed(false, &ctx) })),
             Method::ResourceTemplatesList => {
-                served(resources, method).map(|r| json!({ "resourceTemplates": r.templates() }))
+                Ok(json!({ "resourceTemplates": self.listed(true, &ctx) }))
             }
-            Method::ResourcesRead => match served(resources, method) {
-                Ok(r) => read_resource(r, params, ctx).await,
-                Err(e) => Err(e),
-            },
+            Method::ResourcesRead => self.read_resource(params, ctx).await,
             Method::PromptsList => match &self.prompts {
                 Some(prompts) => Ok(json!({ "prompts": prompts.list() })),
                 None => Err(not_found(method)),
@@ -149,7 +143,7 @@ impl Server {
     /// need a stream we do not keep.
     pub(super) fn capabilities(&self) -> Value {
         let mut caps = json!({ "tools": {} });
-        if self.resources.is_some() {
+        if !self.resources.is_empty() {
             caps["resources"] = json!({});
         }
         if self.prompts.is_some() {
@@ -173,33 +167,7 @@ impl Server {
     }
 }
 
-async fn read_resource(
-    resources: &dyn Resources,
-    params: Map<String, Value>,
-    ctx: RequestContext,
-) -> Result<Value, RpcError> {
-    let ReadResourceParams { uri } = parse_params(params)?;
-    let version = ctx.version;
-    tracing::info!(resource.uri = %uri, caller = ctx.caller.log_id(), "resource read");
-    match resources.read(uri.clone(), ctx).await {
-        Ok(Some(Outcome::Complete(contents))) if !contents.is_empty() => {
-            Ok(json!({ "contents": contents }))
-        }
-        // SEP-2164: never an empty `contents` for a missing resource.
-        Ok(Some(Outcome::Complete(_)) | None) => Err(RpcError::ResourceNotFound { uri }),
-        Ok(Some(Outcome::InputRequired(ir))) => input_required(ir, version),
-        Err(e) => Err(body_error(e, "resources/read", &uri)),
-    }
-}
-
-fn served<'a>(
-    resources: Option<&'a dyn Resources>,
-    method: &Method,
-) -> Result<&'a dyn Resources, RpcError> {
-    resources.ok_or_else(|| not_found(method))
-}
-
-fn not_found(method: &Method) -> RpcError {
+pub(super) fn not_found(method: &Method) -> RpcError {
     RpcError::MethodNotFound(method.as_str().to_owned())
 }
 
@@ -227,11 +195,6 @@ struct InitializeParams {
     // client capabilities in the handshake era (lifecycle §Operation), and unknown fields
     // (Inspector's `capabilities.extensions`) are ignored.
     protocol_version: String,
-}
-
-#[derive(Deserialize)]
-struct ReadResourceParams {
-    uri: String,
 }
 
 #[derive(Deserialize)]

@@ -9,6 +9,7 @@
 
 mod call;
 mod dispatch;
+mod read;
 mod stateless;
 mod wire;
 
@@ -20,7 +21,8 @@ use crate::context::RequestContext;
 use crate::error::RpcError;
 use crate::jsonrpc::{self, BodyError, EnvelopeError, Message, RequestId};
 use crate::method::{Method, Offered};
-use crate::registry::{Completions, Prompts, Resources, Tools};
+use crate::registry::{Completions, Prompts, Tools};
+use crate::resources::Resources;
 use crate::result::CallRecord;
 use crate::version::ProtocolVersion;
 
@@ -69,8 +71,8 @@ impl ServerBuilder {
         self
     }
 
-    pub fn resources(mut self, resources: Arc<dyn Resources>) -> Self {
-        self.server.resources = Some(resources);
+    pub fn resources(mut self, resources: Resources) -> Self {
+        self.server.resources = resources;
         self
     }
 
@@ -113,16 +115,34 @@ impl ServerBuilder {
         self
     }
 
-    pub fn build(self) -> Server {
-        self.server
+    /// The server, if it offers anything.
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::NothingOffered`] when no tool, resource or prompt is registered: such
+    /// a server could only answer `initialize`, which would tell a client it is healthy.
+    pub fn build(self) -> Result<Server, BuildError> {
+        let s = &self.server;
+        if s.tools.is_empty() && s.resources.is_empty() && s.prompts.is_none() {
+            return Err(BuildError::NothingOffered);
+        }
+        Ok(self.server)
     }
+}
+
+/// Why a server was not built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BuildError {
+    #[error("the server offers no tools, resources or prompts")]
+    NothingOffered,
 }
 
 /// The MCP engine. Immutable once built; shared across invocations of a warm sandbox.
 pub struct Server {
     info: ServerInfo,
     tools: Tools,
-    resources: Option<Arc<dyn Resources>>,
+    /// Offered (`resources` capability, the three methods) when not empty.
+    resources: Resources,
     prompts: Option<Arc<dyn Prompts>>,
     completions: Option<Arc<dyn Completions>>,
     logging: bool,
@@ -180,7 +200,7 @@ impl Server {
                     instructions: None,
                 },
                 tools: Tools::new(),
-                resources: None,
+                resources: Resources::new(),
                 prompts: None,
                 completions: None,
                 logging: false,
@@ -194,16 +214,23 @@ impl Server {
         &self.tools
     }
 
-    /// How many resources and resource templates this server lists.
-    pub fn resource_count(&self) -> usize {
-        self.resources
-            .as_ref()
-            .map_or(0, |r| r.list().len() + r.templates().len())
+    pub fn resources(&self) -> &Resources {
+        &self.resources
+    }
+
+    /// Every scope a tool or resource requires, sorted: the `scopes_supported` of the
+    /// protected resource metadata.
+    pub fn all_scopes(&self) -> Vec<String> {
+        let mut scopes: Vec<String> = self.tools.all_scopes().to_vec();
+        scopes.extend(self.resources.all_scopes().iter().cloned());
+        scopes.sort();
+        scopes.dedup();
+        scopes
     }
 
     fn offered(&self) -> Offered {
         Offered {
-            resources: self.resources.is_some(),
+            resources: !self.resources.is_empty(),
             prompts: self.prompts.is_some(),
             completions: self.completions.is_some(),
             logging: self.logging,
@@ -421,5 +448,29 @@ impl Server {
             response_budget: self.response_budget,
             ..RequestContext::anonymous(version)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources::ResourceDef;
+
+    #[test]
+    fn a_server_that_offers_nothing_is_not_built() {
+        assert_eq!(
+            Server::builder("empty", "1").build().err(),
+            Some(BuildError::NothingOffered)
+        );
+        let mut resources = Resources::new();
+        resources
+            .register(ResourceDef::direct("test://one", "one", |_, _| async {
+                Ok(None)
+            }))
+            .unwrap();
+        let server = Server::builder("resources only", "1")
+            .resources(resources)
+            .build();
+        assert!(server.is_ok_and(|s| s.offered().resources && s.tools().is_empty()));
     }
 }

@@ -1,0 +1,161 @@
+//! `resources/list`, `resources/templates/list` and `resources/read`, under the rules tool
+//! calls follow: a caller sees and reads only what its scopes allow, a read runs by its
+//! deadline, and contents over the response budget never leave.
+
+use std::time::Instant;
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::Server;
+use super::call::{TOOL_GRACE, body_error};
+use super::dispatch::{not_found, parse_params};
+use crate::context::RequestContext;
+use crate::error::RpcError;
+use crate::method::Method;
+use crate::result::{ByteCounter, ToolError};
+
+/// The longest URI a read may name. Ours are far shorter; the bound keeps an unknown URI's
+/// error (which echoes it, SEP-2164 `data.uri`) small.
+const MAX_URI_BYTES: usize = 2048;
+
+#[derive(Deserialize)]
+struct ReadResourceParams {
+    uri: String,
+}
+
+impl Server {
+    /// The listings of the templates (or of the direct resources) the caller may read.
+    pub(super) fn listed(&self, templates: bool, ctx: &RequestContext) -> Vec<&Value> {
+        self.resources
+            .iter()
+            .filter(|r| r.is_template() == templates)
+            .filter(|r| ctx.caller.has_scopes(r.required_scopes()))
+            .map(|r| r.listing())
+            .collect()
+    }
+
+    pub(super) async fn read_resource(
+        &self,
+        params: Map<String, Value>,
+        mut ctx: RequestContext,
+    ) -> Result<Value, RpcError> {
+        if self.resources.is_empty() {
+            return Err(not_found(&Method::ResourcesRead));
+        }
+        let ReadResourceParams { uri } = parse_params(params)?;
+        if uri.len() > MAX_URI_BYTES {
+            return Err(RpcError::InvalidParams(format!(
+                "uri is {} bytes long; no resource here has a URI over {MAX_URI_BYTES} bytes",
+                uri.len()
+            )));
+        }
+        let found = self
+            .resources
+            .find(&uri)
+            .filter(|(r, _)| ctx.caller.has_scopes(r.required_scopes()));
+        let Some((resource, request)) = found else {
+            // As for tools: a caller who may not read everything gets the same answer for
+            // a resource out of reach and for one that does not exist, so the error is no
+            // oracle; the challenge names every scope a resource needs (2025-11-25
+            // authorization §Runtime Insufficient Scope Errors).
+            let all = self.resources.all_scopes();
+            if !ctx.caller.has_scopes(all) {
+                tracing::info!(resource.uri = %uri, caller = ctx.caller.log_id(), "resource read refused: insufficient scope");
+                return Err(RpcError::InsufficientScope {
+                    scopes: all.to_vec(),
+                });
+            }
+            return Err(RpcError::ResourceNotFound { uri });
+        };
+        let started = Instant::now();
+        let cap = started + resource.max_duration();
+        let deadline = ctx.deadline.map_or(cap, |d| d.min(cap));
+        ctx.deadline = Some(deadline);
+        ctx.response_budget = self.response_budget;
+        tracing::info!(resource.uri = %uri, resource.name = resource.name(), caller = ctx.caller.log_id(), "resource read");
+        let read = resource.read(request, ctx);
+        // A body that ignores its deadline is stopped as a tool would be (see TOOL_GRACE).
+        let outcome = tokio::time::timeout_at((deadline + TOOL_GRACE).into(), read).await;
+        let contents = match outcome {
+            Err(_) => {
+                let budget = deadline.saturating_duration_since(started);
+                tracing::warn!(
+                    resource.name = resource.name(),
+                    deadline.phase = "read",
+                    "resource read ran past its deadline; its output is discarded"
+                );
+                return Err(deadline_exceeded(
+                    resource.name(),
+                    budget.as_millis() as u64,
+                ));
+            }
+            // SEP-2164: never an empty `contents` for a missing resource.
+            Ok(Ok(Some(contents))) if !contents.is_empty() => contents,
+            Ok(Ok(_)) => return Err(RpcError::ResourceNotFound { uri }),
+            Ok(Err(ToolError::Detailed(result))) => {
+                let message = result
+                    .content
+                    .first()
+                    .and_then(|block| block.get("text"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("The read failed.")
+                    .to_owned();
+                let data = result.structured_content.unwrap_or_else(|| json!({}));
+                return Err(RpcError::Failed { message, data });
+            }
+            Ok(Err(e)) => return Err(body_error(e, "resources/read", &uri)),
+        };
+        let result = json!({ "contents": contents });
+        within_budget(result, self.response_budget, resource.name())
+    }
+}
+
+fn deadline_exceeded(resource: &str, budget_ms: u64) -> RpcError {
+    let guidance =
+        "Retry; if it keeps happening, read a narrower resource or use a tool with filters.";
+    RpcError::Failed {
+        message: format!(
+            "Reading {resource} did not finish within its time budget and was stopped. {guidance}"
+        ),
+        data: json!({
+            "code": "deadline_exceeded",
+            "resource": resource,
+            "phase": "read",
+            "budget_ms": budget_ms,
+            "retryable": true,
+            "guidance": guidance,
+        }),
+    }
+}
+
+/// The response budget holds for resources as for tool results: contents over it never
+/// reach the client; an error says how big they were.
+fn within_budget(result: Value, budget: usize, resource: &str) -> Result<Value, RpcError> {
+    let mut counter = ByteCounter::default();
+    let bytes = match serde_json::to_writer(&mut counter, &result) {
+        Ok(()) => counter.0,
+        Err(_) => usize::MAX,
+    };
+    if bytes <= budget {
+        return Ok(result);
+    }
+    tracing::warn!(
+        resource.name = resource,
+        response_bytes = bytes,
+        budget_bytes = budget,
+        "resource over the response budget"
+    );
+    Err(RpcError::Failed {
+        message: format!(
+            "The resource {resource} is {bytes} bytes, over this server's budget of {budget} bytes, so it was not returned. Use the tools, which page and filter."
+        ),
+        data: json!({
+            "code": "mcp_response_over_budget",
+            "resource": resource,
+            "response_bytes": bytes,
+            "budget_bytes": budget,
+            "estimated_tokens": bytes / 4,
+        }),
+    })
+}

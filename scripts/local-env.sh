@@ -53,6 +53,15 @@ local_env() {
       --env-var "AWS_ACCESS_KEY_ID=test"
       --env-var "AWS_SECRET_ACCESS_KEY=test"
     )
+    # Rate limits in the emulator's DynamoDB when the caller named a table (scripts/test).
+    if [ -n "${RATE_LIMIT_TABLE:-}" ]; then
+      credentials+=(
+        --env-var "RATE_LIMIT_TABLE=$RATE_LIMIT_TABLE"
+        --env-var "AWS_ENDPOINT_URL_DYNAMODB=$secrets_url"
+        --env-var "RATE_LIMIT_PER_SUBJECT=${RATE_LIMIT_PER_SUBJECT:-120}"
+        --env-var "RATE_LIMIT_PER_TOOL=${RATE_LIMIT_PER_TOOL:-60}"
+      )
+    fi
   fi
   MCP_LOCAL_URL="http://127.0.0.1:$port/lambda-url/mcp/mcp"
   AUTH_ISSUER="${AUTH_SERVER_URL:-http://127.0.0.1:9100}"

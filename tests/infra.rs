@@ -128,6 +128,10 @@ fn documented() -> BTreeSet<String> {
 /// What the deployed mcp function deliberately leaves to its default, and why.
 const MCP_DEFAULTS: &[(&str, &str)] = &[
     (
+        "RATE_LIMIT_WAIT_MS",
+        "default 150 ms: past it a call runs unchecked and is counted in RateLimitUnchecked",
+    ),
+    (
         "AUTH_MODE",
         "only the conformance fixture accepts it; the deployed function refuses to start with it",
     ),

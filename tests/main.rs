@@ -16,6 +16,7 @@ mod handshake;
 mod hostile;
 mod http_layer;
 mod infra;
+mod limits;
 mod properties;
 mod resources;
 mod secrets;

@@ -120,6 +120,21 @@ def check_events(result, tenant: str) -> int:
     return len(events)
 
 
+async def check_resources(client, event_id: int) -> None:
+    """The resources, through the real client: listed, and one event read by the id a tool gave."""
+    listed = await client.list_resources()
+    assert [str(r.uri) for r in listed.resources] == ["event-store://event-types"], listed
+    templates = await client.list_resource_templates()
+    assert "event-store://events/{id}" in [t.uri_template for t in templates.resource_templates], templates
+    catalog = json.loads((await client.read_resource("event-store://event-types")).contents[0].text)
+    assert catalog["event_types"] and not catalog["truncated"], catalog
+    uri = f"event-store://events/{event_id}"
+    read = await client.read_resource(uri)
+    event = json.loads(read.contents[0].text)["event"]
+    assert str(read.contents[0].uri) == uri and event["id"] == event_id, read
+    assert tenants_of([event["id"]]) == ["tenant-a"]
+
+
 async def sdk_chain() -> Storage:
     storage = Storage()
     redirects: list[str] = []
@@ -155,7 +170,9 @@ async def sdk_chain() -> Storage:
         async with Client(streamable_http_client(MCP_URL, http_client=http), mode="auto") as client:
             tools = await client.list_tools()
             assert "query_events" in [t.name for t in tools.tools]
-            n = check_events(await client.call_tool("query_events", {"limit": 5}), "tenant-a")
+            listed = await client.call_tool("query_events", {"limit": 5})
+            n = check_events(listed, "tenant-a")
+            await check_resources(client, listed.structured_content["events"][0]["id"])
             first = storage.tokens
             claims = claims_of(first.access_token)
             assert claims["iss"] == ISSUER and claims["aud"] == MCP_URL and claims["tenant_id"] == "tenant-a", claims
@@ -166,7 +183,7 @@ async def sdk_chain() -> Storage:
             check_events(await client.call_tool("query_events", {"limit": 5}), "tenant-a")
             assert storage.tokens.access_token != first.access_token, "not refreshed"
             assert len(redirects) == 1, "refreshed without the user"
-    print(f"python mcp oauth (DCR, PKCE, sign-in forms, refresh): ok, {n} events of tenant-a")
+    print(f"python mcp oauth (DCR, PKCE, sign-in forms, refresh, resources): ok, {n} events of tenant-a")
     return storage
 
 

@@ -8,6 +8,7 @@
 
 mod auth;
 pub mod config;
+pub mod limits;
 pub mod metrics;
 mod transport;
 mod wire;
@@ -22,6 +23,7 @@ use mcp_protocol::{Resources, Server, Tools};
 use mcp_tools::{CursorKey, Store};
 
 pub use config::Config;
+pub use limits::{DynamoLimiter, LimitsConfig};
 pub use metrics::{MetricSink, stdout_sink};
 
 /// The function's state: built once per sandbox, shared by every invocation.
@@ -82,6 +84,7 @@ impl App {
             truncated = call.map(|c| c.stats.truncated),
             tool.is_error = call.map(|c| c.is_error),
             over_budget = call.map(|c| c.over_budget),
+            rate_limited = call.map(|c| c.rate_limited),
             deadline.phase = call.and_then(|c| c.stats.deadline_phase),
             auth_denied = trace.auth_denied,
             "request"
@@ -170,14 +173,18 @@ pub async fn store_from_env() -> anyhow::Result<Arc<Store>> {
 /// Names the missing or malformed variable, or the secret that could not be read.
 pub async fn app_from_env() -> anyhow::Result<App> {
     let config = Config::from_env()?;
-    let server = production_server(store_from_env().await?, config.response_budget)?;
-    log_cold_start(&config, &server);
+    let mut server = production_server(store_from_env().await?, config.response_budget)?;
+    let limits = LimitsConfig::from_env(&Env::process())?;
+    if let Some(limits) = limits.clone() {
+        server = server.with_admission(Arc::new(DynamoLimiter::from_aws(limits).await));
+    }
+    log_cold_start(&config, &server, limits.as_ref());
     Ok(App::new(config, server))
 }
 
 /// One line per sandbox saying what it serves: enough to tell from the logs which build
 /// and settings answered, and nothing secret (the issuer and budget are public facts).
-fn log_cold_start(config: &Config, server: &Server) {
+fn log_cold_start(config: &Config, server: &Server, limits: Option<&LimitsConfig>) {
     let issuer = match &config.auth {
         config::AuthSetting::Verify(auth) => auth.issuer.as_str(),
         config::AuthSetting::Unconfigured => "(none: every request is refused)",
@@ -189,6 +196,7 @@ fn log_cold_start(config: &Config, server: &Server) {
         resources = server.resources().len(),
         auth.issuer = issuer,
         response_budget_bytes = config.response_budget,
+        rate_limits = limits.map_or("off", |l| l.table.as_str()),
         mcp_path = %config.mcp_path,
         "cold start"
     );

@@ -57,6 +57,8 @@ pub(crate) fn emf(
                         { "Name": "DeadlineExceeded", "Unit": "Count" },
                         { "Name": "OverBudget", "Unit": "Count" },
                         { "Name": "ToolErrors", "Unit": "Count" },
+                        { "Name": "RateLimited", "Unit": "Count" },
+                        { "Name": "RateLimitUnchecked", "Unit": "Count" },
                         { "Name": "AuthDenied", "Unit": "Count" }
                     ]
                 }]
@@ -69,6 +71,8 @@ pub(crate) fn emf(
             "DeadlineExceeded": count(call.stats.deadline_phase.is_some()),
             "OverBudget": count(call.over_budget),
             "ToolErrors": count(call.is_error),
+            "RateLimited": count(call.rate_limited),
+            "RateLimitUnchecked": count(call.rate_limit_unchecked),
             "AuthDenied": count(trace.auth_denied),
         }));
     }

@@ -3,7 +3,7 @@
 //! (status, a JSON-RPC error body, and the one header each refusal needs: `Allow`,
 //! `Retry-After` or `WWW-Authenticate`).
 
-use http::header::{CONTENT_TYPE, WWW_AUTHENTICATE};
+use http::header::{CONTENT_TYPE, RETRY_AFTER, WWW_AUTHENTICATE};
 use http::{HeaderName, HeaderValue, StatusCode};
 use lambda_http::{Body, Response};
 use mcp_protocol::Reply;
@@ -58,7 +58,7 @@ impl Rejection {
 }
 
 /// The engine's reply as HTTP. `challenge` builds the `WWW-Authenticate` value for a call
-/// refused for missing scopes.
+/// refused for missing scopes; a rate-limited call gets `Retry-After`.
 pub(crate) fn reply_response(
     reply: &mut Reply,
     challenge: impl FnOnce(&[String]) -> String,
@@ -72,6 +72,11 @@ pub(crate) fn reply_response(
         && let Ok(value) = HeaderValue::from_str(&challenge(scopes))
     {
         response.headers_mut().insert(WWW_AUTHENTICATE, value);
+    }
+    if let Some(secs) = reply.retry_after_secs {
+        response
+            .headers_mut()
+            .insert(RETRY_AFTER, HeaderValue::from(secs));
     }
     response
 }

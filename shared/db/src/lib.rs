@@ -38,7 +38,9 @@ pub use config::{Credentials, DbConfig, DbConfigError, TlsMode};
 pub use error::{DbError, Phase};
 pub use migrate::{MIGRATIONS, migrate};
 pub use rustls::pki_types::CertificateDer;
-pub use secret::{DbSecret, Endpoint, SecretSource, read_plain_secret, secrets_client};
+pub use secret::{
+    DbSecret, Endpoint, SecretSource, aws_sdk_config, read_plain_secret, secrets_client,
+};
 pub use tls::parse_roots;
 
 /// A boxed future borrowing a transaction.

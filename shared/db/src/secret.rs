@@ -183,25 +183,35 @@ pub async fn read_plain_secret(secret_id: &str, timeout: Duration) -> Result<Str
     secret_string(&secrets_client().await, secret_id, timeout).await
 }
 
-/// The process's one Secrets Manager client, from the default AWS configuration
-/// (`AWS_ENDPOINT_URL_SECRETS_MANAGER` points it at an emulator). Loaded once: a cold start
-/// that reads both the database secret and the cursor key pays for one configuration load.
-/// Its HTTPS client is rustls on ring, the crypto the database connection already uses.
-pub async fn secrets_client() -> aws_sdk_secretsmanager::Client {
-    static CLIENT: tokio::sync::OnceCell<aws_sdk_secretsmanager::Client> =
+/// The process's one AWS SDK configuration, from the default chain (region, credentials,
+/// `AWS_ENDPOINT_URL_<SERVICE>` for emulators). Loaded once: a cold start that reads secrets
+/// and counts rate limits pays for one load. Its HTTPS client is rustls on ring, the crypto
+/// the database connection already uses.
+pub async fn aws_sdk_config() -> aws_config::SdkConfig {
+    static CONFIG: tokio::sync::OnceCell<aws_config::SdkConfig> =
         tokio::sync::OnceCell::const_new();
-    CLIENT
+    CONFIG
         .get_or_init(|| async {
             use aws_smithy_http_client::tls::{Provider, rustls_provider::CryptoMode};
             let http = aws_smithy_http_client::Builder::new()
                 .tls_provider(Provider::Rustls(CryptoMode::Ring))
                 .build_https();
-            let aws = aws_config::defaults(aws_config::BehaviorVersion::latest())
+            aws_config::defaults(aws_config::BehaviorVersion::latest())
                 .http_client(http)
                 .load()
-                .await;
-            aws_sdk_secretsmanager::Client::new(&aws)
+                .await
         })
+        .await
+        .clone()
+}
+
+/// The process's one Secrets Manager client (`AWS_ENDPOINT_URL_SECRETS_MANAGER` points it at
+/// an emulator).
+pub async fn secrets_client() -> aws_sdk_secretsmanager::Client {
+    static CLIENT: tokio::sync::OnceCell<aws_sdk_secretsmanager::Client> =
+        tokio::sync::OnceCell::const_new();
+    CLIENT
+        .get_or_init(|| async { aws_sdk_secretsmanager::Client::new(&aws_sdk_config().await) })
         .await
         .clone()
 }

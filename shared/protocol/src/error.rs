@@ -51,6 +51,15 @@ pub enum RpcError {
     /// Insufficient Scope Errors).
     #[error("Forbidden: insufficient scope; this call needs {}", .scopes.join(" "))]
     InsufficientScope { scopes: Vec<String> },
+    /// The caller is over a rate limit: HTTP 429 with `Retry-After` (RFC 9110 §10.2.3) and
+    /// -32600, like the other refusals decided before the body runs; `data` says which limit
+    /// and when to retry.
+    #[error("Rate limit exceeded: {message}")]
+    RateLimited {
+        message: String,
+        retry_after_secs: u64,
+        data: Value,
+    },
     /// A read the server could not complete (its deadline passed, its answer was over the
     /// response budget): -32603 with a message saying what to do and the structured detail
     /// in `data`, in a 200 like any answered request. Not a fault of ours, so not a 500.
@@ -89,6 +98,7 @@ impl RpcError {
             ),
             Self::InsufficientScope { .. } => (code::INVALID_REQUEST, None),
             Self::Failed { data, .. } => (code::INTERNAL_ERROR, Some(data.clone())),
+            Self::RateLimited { data, .. } => (code::INVALID_REQUEST, Some(data.clone())),
             Self::Internal => (code::INTERNAL_ERROR, None),
         };
         ErrorObject {
@@ -120,6 +130,7 @@ impl RpcError {
             | Self::ResourceNotFound { .. }
             | Self::Failed { .. } => 200,
             Self::InsufficientScope { .. } => 403,
+            Self::RateLimited { .. } => 429,
             Self::Internal => 500,
         }
     }
@@ -221,6 +232,17 @@ mod tests {
                 200,
                 -32603,
                 200,
+            ),
+            (
+                RpcError::RateLimited {
+                    message: "x".into(),
+                    retry_after_secs: 3,
+                    data: json!({}),
+                },
+                -32600,
+                429,
+                -32600,
+                429,
             ),
             (RpcError::Internal, -32603, 500, -32603, 500),
         ];

@@ -15,6 +15,7 @@
 //! all.
 //! Its invariants are tested in each module and, end to end, in the `tests/` crate.
 
+pub mod admission;
 pub mod context;
 pub mod error;
 pub mod jsonrpc;
@@ -26,6 +27,7 @@ pub mod schema;
 pub mod server;
 pub mod version;
 
+pub use admission::{Admission, Admit};
 pub use context::{Caller, RequestContext};
 pub use error::RpcError;
 pub use method::Method;

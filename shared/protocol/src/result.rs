@@ -245,6 +245,10 @@ pub struct CallRecord {
     pub is_error: bool,
     /// The result was over the response budget and replaced.
     pub over_budget: bool,
+    /// The call was refused by a rate limit before it ran.
+    pub rate_limited: bool,
+    /// The call ran without its rate limits checked (their store did not answer in time).
+    pub rate_limit_unchecked: bool,
     /// What the tool body reported about its run.
     pub stats: CallStats,
 }

@@ -9,6 +9,7 @@ use serde_json::{Map, Value, json};
 
 use super::dispatch::parse_params;
 use super::{Answer, Server};
+use crate::admission::Admit;
 use crate::context::RequestContext;
 use crate::error::RpcError;
 use crate::registry::{Owner, Tool};
@@ -54,6 +55,28 @@ impl Server {
         record: &mut CallRecord,
     ) -> Result<Value, RpcError> {
         let tool = self.permitted(&p.name, &ctx)?;
+        if let Some(admission) = &self.admission {
+            match admission.admit(&ctx.caller, tool.name()).await {
+                Admit::Allowed => {}
+                Admit::Unchecked => record.rate_limit_unchecked = true,
+                Admit::Limited {
+                    limit,
+                    max,
+                    window,
+                    retry_after,
+                } => {
+                    record.rate_limited = true;
+                    return Err(rate_limited(
+                        tool.name(),
+                        limit,
+                        max,
+                        window,
+                        retry_after,
+                        &ctx,
+                    ));
+                }
+            }
+        }
         if let Some(required) = missing_capabilities(tool.required_client_capabilities(), &ctx) {
             if ctx.version.is_stateless() {
                 return Err(RpcError::MissingClientCapability { required });
@@ -123,6 +146,43 @@ impl Server {
         }
         // 2025-11-25 tools §Error Handling lists "Unknown tools" among protocol errors.
         Err(RpcError::InvalidParams(format!("Unknown tool: {name}")))
+    }
+}
+
+/// The refusal of a call over a limit: when to retry (whole seconds, at least one, for
+/// `Retry-After`), and which limit, in words and in `data`.
+fn rate_limited(
+    tool: &str,
+    limit: &'static str,
+    max: u64,
+    window: Duration,
+    retry_after: Duration,
+    ctx: &RequestContext,
+) -> RpcError {
+    let secs = retry_after.as_secs_f64().ceil().max(1.0) as u64;
+    let window_secs = window.as_secs();
+    tracing::info!(
+        tool.name = tool,
+        caller = ctx.caller.log_id(),
+        limit,
+        "tool call refused: rate limited"
+    );
+    let per = match limit {
+        "tool" => format!("calls of {tool} by you"),
+        "tenant" => "calls by your tenant".to_owned(),
+        _ => "tool calls by you".to_owned(),
+    };
+    RpcError::RateLimited {
+        message: format!("at most {max} {per} per {window_secs} s; retry after {secs} s"),
+        retry_after_secs: secs,
+        data: json!({
+            "code": "rate_limited",
+            "limit": limit,
+            "tool": tool,
+            "max_calls": max,
+            "window_secs": window_secs,
+            "retry_after_secs": secs,
+        }),
     }
 }
 

@@ -17,6 +17,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use crate::admission::Admission;
 use crate::context::RequestContext;
 use crate::error::RpcError;
 use crate::jsonrpc::{self, BodyError, EnvelopeError, Message, RequestId};
@@ -110,6 +111,12 @@ impl ServerBuilder {
         self
     }
 
+    /// Asks `admission` before every tool call (rate limits).
+    pub fn admission(mut self, admission: Arc<dyn Admission>) -> Self {
+        self.server.admission = Some(admission);
+        self
+    }
+
     pub fn cache_hints(mut self, cache: CacheHints) -> Self {
         self.server.cache = cache;
         self
@@ -148,6 +155,7 @@ pub struct Server {
     logging: bool,
     cache: CacheHints,
     response_budget: usize,
+    admission: Option<Arc<dyn Admission>>,
 }
 
 /// What one request produced: its result or error, and the record of the tool call it made
@@ -170,6 +178,7 @@ enum Handled {
         status: u16,
         body: Value,
         challenge: Option<Vec<String>>,
+        retry_after_secs: Option<u64>,
         call: Option<CallRecord>,
     },
 }
@@ -180,10 +189,17 @@ impl Handled {
             RpcError::InsufficientScope { scopes } => Some(scopes.clone()),
             _ => None,
         };
+        let retry_after_secs = match &err {
+            RpcError::RateLimited {
+                retry_after_secs, ..
+            } => Some(*retry_after_secs),
+            _ => None,
+        };
         Self::Answer {
             status: err.http_status(version),
             body: jsonrpc::failure(id, &err.to_object(version)),
             challenge,
+            retry_after_secs,
             call: None,
         }
     }
@@ -206,12 +222,21 @@ impl Server {
                 logging: false,
                 cache: CacheHints::default(),
                 response_budget: DEFAULT_RESPONSE_BUDGET,
+                admission: None,
             },
         }
     }
 
     pub fn tools(&self) -> &Tools {
         &self.tools
+    }
+
+    /// The same server asking `admission` before every tool call: for a deployment that
+    /// builds its server in one place and its limits in another.
+    #[must_use]
+    pub fn with_admission(mut self, admission: Arc<dyn Admission>) -> Self {
+        self.admission = Some(admission);
+        self
     }
 
     pub fn resources(&self) -> &Resources {
@@ -301,9 +326,11 @@ impl Server {
                 status,
                 body,
                 challenge,
+                retry_after_secs,
                 call,
             } => Reply {
                 insufficient_scope: challenge,
+                retry_after_secs,
                 call,
                 ..Reply::new(status, Some(body), version)
             },
@@ -430,6 +457,7 @@ impl Server {
                 status: 200,
                 body: jsonrpc::success(&id, result),
                 challenge: None,
+                retry_after_secs: None,
                 call: None,
             },
             Err(err) => Handled::error(err, Some(&id), version),

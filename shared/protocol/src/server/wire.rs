@@ -56,6 +56,8 @@ pub struct Reply {
     /// Set when the call was refused for missing scopes: the scopes to name in the
     /// `insufficient_scope` challenge.
     pub insufficient_scope: Option<Vec<String>>,
+    /// Set when the call was rate limited: the seconds for `Retry-After`.
+    pub retry_after_secs: Option<u64>,
     /// What the request's `tools/call` did, if it made one (for logs and metrics).
     pub call: Option<CallRecord>,
 }
@@ -68,6 +70,7 @@ impl Reply {
             version,
             method: None,
             insufficient_scope: None,
+            retry_after_secs: None,
             call: None,
         }
     }

@@ -559,6 +559,31 @@ async fn tools_list_shows_only_what_the_scopes_allow_and_calls_beyond_them_are_4
             denied.header("www-authenticate")
         )
     );
+    // In a 2025-03-26 batch the same refusal carries the same status and challenge, so a
+    // client can step up however it sent the call; the other entries are still answered.
+    let bearer = format!("Bearer {reader}");
+    let batch = json!([call("purge_cache", json!({})), tools_list()]);
+    let batched = send(
+        &app,
+        post_json(
+            &batch,
+            &[
+                ("authorization", bearer.as_str()),
+                ("mcp-protocol-version", "2025-03-26"),
+            ],
+        ),
+    )
+    .await;
+    assert_eq!(batched.status, 403, "{batched:?}");
+    assert_eq!(
+        batched.header("www-authenticate"),
+        denied.header("www-authenticate")
+    );
+    let entries = batched.body.as_array().unwrap();
+    assert_eq!(entries[0]["id"], 2);
+    assert_eq!(entries[0]["error"]["code"], -32600);
+    assert_eq!(entries[1]["id"], 1);
+    assert!(entries[1]["result"]["tools"].is_array(), "{batched:?}");
     // A caller who holds every scope learns that the tool does not exist.
     let a = with_token(&app, &admin, &call("drop_database", json!({}))).await;
     assert_eq!(

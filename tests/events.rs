@@ -1,14 +1,44 @@
 //! The sample events in `events/` are the ones `cargo lambda invoke --data-file` sends; here
 //! they go through the handler exactly as the runtime would deliver them.
 
-use lambda_http::request::from_str;
-use serde_json::json;
+use lambda_http::aws_lambda_events::apigw::{ApiGatewayV2httpRequest, ApiGatewayV2httpResponse};
+use lambda_http::{Context, LambdaEvent};
+use mcp::App;
+use serde_json::{Value, json};
 
-use crate::support::http::{Answer, decode, fixture_app, production_app};
+use crate::support::http::{Answer, fixture_app, production_app};
+
+/// The event as the runtime delivers it: deserialized, then through the function's own
+/// conversion (`App::invoke`), as in the deployed function.
+fn parse(event: &str) -> ApiGatewayV2httpRequest {
+    serde_json::from_str(event).expect("event parses as an API Gateway v2 request")
+}
+
+async fn invoke_on(app: &App, event: ApiGatewayV2httpRequest) -> Answer {
+    answer(
+        app.invoke(LambdaEvent::new(event, Context::default()))
+            .await,
+    )
+}
 
 async fn invoke(event: &str) -> Answer {
-    let req = from_str(event).expect("event parses as an API Gateway v2 request");
-    decode(fixture_app().handle(req).await)
+    invoke_on(&fixture_app(), parse(event)).await
+}
+
+/// The event response read back as the gateway would send it.
+fn answer(out: ApiGatewayV2httpResponse) -> Answer {
+    let raw: Vec<u8> = out.body.as_deref().map(<[u8]>::to_vec).unwrap_or_default();
+    let body = if raw.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice(&raw).expect("every non-empty body is JSON")
+    };
+    Answer {
+        status: u16::try_from(out.status_code).unwrap(),
+        headers: out.headers,
+        raw,
+        body,
+    }
 }
 
 #[tokio::test]
@@ -118,7 +148,7 @@ async fn the_production_function_without_auth_configuration_refuses_every_event(
         include_str!("../events/server_discover.json"),
         include_str!("../events/notification_initialized.json"),
     ] {
-        let a = decode(production_app().handle(from_str(event).unwrap()).await);
+        let a = invoke_on(&production_app(), parse(event)).await;
         let message = a.assert_error(401, -32600);
         assert!(message.contains("not configured"), "{message}");
         assert_eq!(a.header("www-authenticate"), Some("Bearer"));
@@ -159,12 +189,71 @@ async fn the_production_function_serves_dev_tokens_with_the_dev_configuration() 
         assert!(out.status.success(), "{out:?}");
         String::from_utf8(out.stdout).unwrap().trim().to_owned()
     };
-    let mut req = from_str(include_str!("../events/initialize.json")).unwrap();
-    req.headers_mut()
+    let mut event = parse(include_str!("../events/initialize.json"));
+    event
+        .headers
         .insert("authorization", format!("Bearer {token}").parse().unwrap());
-    let a = decode(app.handle(req).await);
+    let a = invoke_on(&app, event).await;
     assert_eq!(a.status, 200, "{a:?}");
     assert_eq!(a.result()["serverInfo"]["name"], "event-store-mcp");
-    let req = from_str(include_str!("../events/initialize.json")).unwrap();
-    assert_eq!(decode(app.handle(req).await).status, 401);
+    let event = parse(include_str!("../events/initialize.json"));
+    assert_eq!(invoke_on(&app, event).await.status, 401);
+}
+
+/// What `lambda_http`'s own conversion panicked on (a 500 naming the panic, before any of
+/// our code): the function's conversion answers each with a 4xx and a JSON-RPC error body.
+#[tokio::test]
+async fn events_the_old_conversion_panicked_on_get_a_precise_refusal() {
+    let app = fixture_app();
+    let base = || parse(include_str!("../events/tools_list.json"));
+    let with_header = |name: &'static str, value: &str| {
+        let mut event = base();
+        event.headers.insert(name, value.parse().unwrap());
+        event
+    };
+    for (event, status, says) in [
+        (with_header("host", "127.0.0.1:port"), 403, "Host"),
+        (with_header("host", "[::1]evil.example"), 403, "Host"),
+        (with_header("host", "127.0.0.1:99999"), 403, "Host"),
+        (with_header("x-forwarded-proto", "1"), 200, ""),
+        (with_header("x-forwarded-proto", "h t t p"), 200, ""),
+        (
+            {
+                let mut event = base();
+                event.is_base64_encoded = true;
+                event.body = Some("%%% not base64".into());
+                event
+            },
+            400,
+            "base64",
+        ),
+        (
+            {
+                let mut event = base();
+                event.raw_path = Some("/mcp with spaces".into());
+                event
+            },
+            400,
+            "not a valid URI",
+        ),
+        (
+            {
+                let mut event = base();
+                event.raw_query_string = Some("a=<>\"{}".into());
+                event
+            },
+            400,
+            "not a valid URI",
+        ),
+    ] {
+        let a = invoke_on(&app, event).await;
+        assert_eq!(a.status, status, "{a:?}");
+        if status == 200 {
+            // The scheme header is not ours to read: the request is served.
+            assert!(a.result()["tools"].is_array(), "{a:?}");
+        } else {
+            let message = a.assert_error(status, -32600);
+            assert!(message.contains(says), "{message}");
+        }
+    }
 }

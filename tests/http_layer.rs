@@ -139,6 +139,18 @@ async fn origin_and_host_guard_against_dns_rebinding() {
         (vec![("origin", "http://127.0.0.1:9000")], 200),
         (vec![("origin", "http://evil.example.com")], 403),
         (vec![("origin", "null")], 403),
+        // Values that only look like loopback: userinfo, text after an IPv6 literal, a Host
+        // with `@` or a bad port (RFC 6454 origins and RFC 9110 hosts are parsed strictly).
+        (
+            vec![("origin", "http://127.0.0.1:9000@evil.example.com")],
+            403,
+        ),
+        (vec![("origin", "http://[::1]evil.example.com")], 403),
+        (vec![("origin", "http://localhost:6274/")], 403),
+        (vec![("host", "localhost:9000@evil.example.com")], 403),
+        (vec![("host", "[::1]evil.example.com")], 403),
+        (vec![("host", "127.0.0.1:port")], 403),
+        (vec![("host", "[::1]:9000")], 200),
         (vec![("host", "evil.example.com")], 403),
         (
             vec![

@@ -8,11 +8,11 @@ use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
 };
-use mcp::{App, Config, DynamoLimiter, LimitsConfig};
+use mcp::{App, DynamoLimiter, LimitsConfig};
 use serde_json::{Value, json};
 
-use crate::support::auth::{ISSUER, auth_config, claims, keys, static_keys};
-use crate::support::db::{TestDb, call, fixture, ok};
+use crate::support::auth::{claims, keys};
+use crate::support::db::{TestDb, app_recording_metrics, call, fixture, ok};
 use crate::support::http::Answer;
 
 fn dynamodb(endpoint: &str) -> aws_sdk_dynamodb::Client {
@@ -80,20 +80,7 @@ fn sandbox(db: &TestDb, client: aws_sdk_dynamodb::Client, limits: LimitsConfig) 
     )
     .unwrap()
     .with_admission(Arc::new(DynamoLimiter::new(client, limits)));
-    let lines = Metrics::default();
-    let sink = lines.clone();
-    let config = Config {
-        auth: mcp::config::AuthSetting::Verify(Box::new(auth_config(static_keys(&[&keys().rsa])))),
-        authorization_servers: vec![ISSUER.into()],
-        metrics_namespace: Some("Test".into()),
-        ..Config::default()
-    };
-    let app = App::with_metric_sink(
-        config,
-        server,
-        Arc::new(move |line: &str| sink.lock().unwrap().push(line.to_owned())),
-    );
-    (app, lines)
+    app_recording_metrics(server)
 }
 
 fn token_for(sub: &str, tenant: &str) -> String {

@@ -366,6 +366,27 @@ async fn windows_are_summarised_and_counted() {
     minutes["bucket"] = json!("minute");
     let m = tool_error(&call(&app, &acme, "count_events", minutes).await);
     assert!(m.contains("at most 1000"), "{m}");
+
+    // Buckets start on UTC boundaries, whatever the window's own start: a window from
+    // 10:30 puts the 11:00 and 12:00 alerts in the 11:00 and 12:00 hours.
+    let half_past = json!({"since": "2026-11-01T10:30:00Z", "until": "2026-11-01T12:30:00Z"});
+    let v = ok(&call(&app, &acme, "count_events", half_past).await).clone();
+    assert_eq!(
+        v["buckets"],
+        json!([
+            {"start": "2026-11-01T11:00:00Z", "count": 1},
+            {"start": "2026-11-01T12:00:00Z", "count": 1},
+        ])
+    );
+    // 1,000 minute buckets fit; one second more touches bucket 1,001 and is refused.
+    let exact = json!({"since": "2026-11-01T00:00:00Z", "until": "2026-11-01T16:40:00Z", "bucket": "minute"});
+    assert_eq!(
+        ok(&call(&app, &acme, "count_events", exact).await)["total_events"],
+        4
+    );
+    let over = json!({"since": "2026-11-01T00:00:00Z", "until": "2026-11-01T16:40:01Z", "bucket": "minute"});
+    let m = tool_error(&call(&app, &acme, "count_events", over).await);
+    assert!(m.contains("touches 1001 UTC minute buckets"), "{m}");
 }
 
 #[tokio::test]
@@ -522,6 +543,19 @@ async fn hot_queries_use_the_tenant_indexes() {
     .await
     .unwrap();
     db.admin.batch_execute("ANALYZE").await.unwrap();
+    // The sample holds every severity, debug (0) to critical (5), in every tenant.
+    for tenant in ["tenant-a", "tenant-b"] {
+        let severities: Vec<i16> = db
+            .admin
+            .query_one(
+                "SELECT array_agg(DISTINCT severity ORDER BY severity) FROM events WHERE tenant_id = $1",
+                &[&tenant],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(severities, [0, 1, 2, 3, 4, 5], "{tenant}");
+    }
     db.admin
         .batch_execute("SET ROLE mcp_reader; SELECT set_config('app.tenant_id', 'tenant-a', false)")
         .await
@@ -671,4 +705,45 @@ async fn the_deadline_reaches_postgres_and_the_connection_survives_it() {
     assert_eq!(detail["phase"], "execute");
     assert_eq!(detail["budget_ms"], 300);
     tx.rollback().await.unwrap();
+}
+
+#[tokio::test]
+async fn window_bounds_hold_at_the_stored_precision_and_range() {
+    let db = fixture().await;
+    let app = app(&db);
+    let acme = token(Some("acme"));
+    // svc-a's deploy is at 10:00:00 exactly and its alert at 11:00:00 (stored in
+    // microseconds): 100 ns after the first, `since` excludes it; 100 ns after the second,
+    // `until` includes it.
+    let a = call(
+        &app,
+        &acme,
+        "query_events",
+        json!({"entity_id": "svc-a", "since": "2026-11-01T10:00:00.0000001Z", "until": "2026-11-01T11:00:00.0000001Z"}),
+    )
+    .await;
+    let types: Vec<&str> = ok(&a)["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["event_type"].as_str().unwrap())
+        .collect();
+    assert_eq!(types, ["alert.fired"]);
+    // An instant the parser knows but the database cannot store is a bad argument, named.
+    for (key, value) in [
+        ("since", "-005000-01-01T00:00:00Z"),
+        ("until", "0000-06-01T00:00:00Z"),
+    ] {
+        for tool in ["query_events", "count_events", "summarize_window"] {
+            let mut args = json!({"since": "2026-11-01T00:00:00Z"});
+            args[key] = json!(value);
+            let m = tool_error(&call(&app, &acme, tool, args).await);
+            assert!(
+                m.contains(&format!(
+                    "{key} must be between 0001-01-01T00:00:00Z and 9999-12-30T00:00:00Z"
+                )),
+                "{tool} {key}: {m}"
+            );
+        }
+    }
 }

@@ -231,7 +231,13 @@ pub(crate) fn app_with_budget(
     store: Arc<mcp_tools::Store>,
     budget: usize,
 ) -> (App, Arc<Mutex<Vec<String>>>) {
-    let server = mcp::production_server(store, budget).unwrap();
+    app_recording_metrics(mcp::production_server(store, budget).unwrap())
+}
+
+/// `server` behind the test verifier, its EMF metric lines kept for the test to read.
+pub(crate) fn app_recording_metrics(
+    server: mcp_protocol::Server,
+) -> (App, Arc<Mutex<Vec<String>>>) {
     let lines = Arc::new(Mutex::new(Vec::new()));
     let sink = lines.clone();
     let config = Config {

@@ -27,8 +27,12 @@ fn median(v: &[f64]) -> f64 {
     }
 }
 
-const ORDER: [(&str, &str); 5] = [
+const ORDER: [(&str, &str); 6] = [
     ("endpoint", "this endpoint (deployed handler)"),
+    (
+        "endpoint-limited",
+        "this endpoint with rate limits (moto DynamoDB, loopback)",
+    ),
     ("floor", "bare floor (same read, no MCP)"),
     ("rmcp", "rmcp 3.11 + tokio-postgres + jsonwebtoken"),
     ("ts", "TypeScript SDK 1.32 + pg + jose (Node 22)"),

@@ -7,17 +7,18 @@
 //! invoke` uses.
 
 mod auth;
+mod authority;
 pub mod config;
+mod event;
 pub mod limits;
 pub mod metrics;
 mod transport;
 mod wire;
 
-use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Instant;
 
-use lambda_http::{Body, Request, RequestExt, Response, service_fn};
+use lambda_http::{Body, Request, RequestExt, Response};
 use mcp_env::Env;
 use mcp_protocol::{Resources, Server, Tools};
 use mcp_tools::{CursorKey, Store};
@@ -207,17 +208,14 @@ fn log_cold_start(config: &Config, server: &Server, limits: Option<&LimitsConfig
     }
 }
 
-/// Runs the Lambda runtime loop with `app` as the handler.
+/// Runs the Lambda runtime loop with `app` as the handler; the events are converted by
+/// [`event`], not by `lambda_http`'s adapter.
 ///
 /// # Errors
 ///
 /// Returns the runtime's error if the Lambda Runtime API cannot be reached.
 pub async fn run(app: App) -> Result<(), lambda_http::Error> {
-    lambda_http::run(service_fn(move |req: Request| {
-        let app = app.clone();
-        async move { Ok::<_, Infallible>(app.handle(req).await) }
-    }))
-    .await
+    event::run(app).await
 }
 
 /// Structured JSON logs on stdout (CloudWatch parses them), level from `RUST_LOG`.

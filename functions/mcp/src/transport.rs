@@ -14,6 +14,7 @@ use mcp_auth::AuthError;
 use mcp_protocol::{HeaderField, Incoming};
 
 use crate::Inner;
+use crate::authority::{host_of, origin_of};
 use crate::config::{Config, HostPolicy, OriginPolicy};
 use crate::metrics::RequestTrace;
 use crate::wire::{Rejection, empty, json_response, reply_response};
@@ -245,31 +246,15 @@ fn is_loopback_host(host: &str) -> bool {
     matches!(host, "localhost" | "127.0.0.1" | "[::1]" | "::1")
 }
 
-/// The host name of a `Host` header or an origin's authority, without port, lowercased.
-fn host_name(authority: &str) -> String {
-    let authority = authority.trim().to_ascii_lowercase();
-    if authority.starts_with('[') {
-        // IPv6 literal: keep the brackets, drop a port after them.
-        return match authority.find(']') {
-            Some(end) => authority[..=end].to_owned(),
-            None => authority,
-        };
-    }
-    match authority.rsplit_once(':') {
-        Some((host, _port)) => host.to_owned(),
-        None => authority,
-    }
-}
-
 fn host_allowed(policy: &HostPolicy, headers: &HeaderMap) -> bool {
     if *policy == HostPolicy::Any {
         return true;
     }
     let mut hosts = headers.get_all(HOST).iter();
     let host = match (hosts.next(), hosts.next()) {
-        (Some(h), None) => match h.to_str() {
-            Ok(h) => host_name(h),
-            Err(_) => return false,
+        (Some(h), None) => match h.to_str().ok().and_then(host_of) {
+            Some(host) => host,
+            None => return false,
         },
         // No Host at all (a direct invoke of a hand-written event) is not a browser being
         // rebound; two Host headers are an attack.
@@ -295,12 +280,9 @@ fn origin_allowed(policy: &OriginPolicy, headers: &HeaderMap) -> bool {
     };
     match policy {
         OriginPolicy::List(allowed) => allowed.contains(&origin),
-        OriginPolicy::Loopback => {
-            let authority = origin
-                .strip_prefix("http://")
-                .or_else(|| origin.strip_prefix("https://"));
-            authority.is_some_and(|a| !a.contains('/') && is_loopback_host(&host_name(a)))
-        }
+        OriginPolicy::Loopback => origin_of(&origin).is_some_and(|(scheme, host)| {
+            matches!(scheme.as_str(), "http" | "https") && is_loopback_host(&host)
+        }),
     }
 }
 
@@ -377,9 +359,6 @@ mod tests {
 
     #[test]
     fn host_names_are_compared_without_port_or_case() {
-        assert_eq!(host_name("LocalHost:9000"), "localhost");
-        assert_eq!(host_name("[::1]:9000"), "[::1]");
-        assert_eq!(host_name("127.0.0.1"), "127.0.0.1");
         let loopback = HostPolicy::Loopback;
         assert!(host_allowed(
             &loopback,
@@ -403,6 +382,17 @@ mod tests {
             &headers(&[("host", "API.example.com:443")])
         ));
         assert!(!host_allowed(&listed, &headers(&[("host", "localhost")])));
+        // Not a host at all: refused, whatever it starts with.
+        for bad in [
+            "localhost:9000@evil.example",
+            "[::1]evil.example",
+            "127.0.0.1:x",
+        ] {
+            assert!(
+                !host_allowed(&loopback, &headers(&[("host", bad)])),
+                "{bad}"
+            );
+        }
     }
 
     #[test]
@@ -422,6 +412,9 @@ mod tests {
             "null",
             "http://localhost.evil.example",
             "file://",
+            "http://127.0.0.1:9000@evil.example",
+            "http://[::1]evil.example",
+            "ftp://localhost",
         ] {
             assert!(
                 !origin_allowed(&loopback, &headers(&[("origin", bad)])),

@@ -188,6 +188,9 @@ pub async fn seed(
                 "error.logged" => [3, 4][rng.below(2) as usize],
                 "deploy.finished" if rng.below(10) == 0 => 4,
                 "config.changed" => 2,
+                // Deploy steps are chatty: half of their starts are debug-level, so the
+                // sample holds every severity the schema knows (0 = debug).
+                "deploy.started" => rng.below(2) as i16,
                 _ => 1,
             };
             let region = ["eu-west-1", "us-east-1", "ap-south-1"][rng.below(3) as usize];

@@ -4,7 +4,8 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use jiff::Timestamp;
+use jiff::fmt::temporal::Pieces;
+use jiff::{RoundMode, Timestamp, TimestampRound, Unit};
 use mcp_protocol::{RequestContext, ToolDef, ToolError, input_schema};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -63,17 +64,43 @@ fn reject_nul(args: &Map<String, Value>) -> Result<(), ToolError> {
     }
 }
 
+/// The instants accepted: from year 1 (jiff parses back to year -9999, which PostgreSQL
+/// refuses as out of range) to the last whole day jiff's timestamps reach in year 9999.
+const EARLIEST_SECOND: i64 = -62_135_596_800; // 0001-01-01T00:00:00Z
+const LATEST_SECOND: i64 = 253_402_128_000; // 9999-12-30T00:00:00Z
+const RANGE: &str = "between 0001-01-01T00:00:00Z and 9999-12-30T00:00:00Z";
+
 /// An RFC 3339 instant argument. The schema says `date-time`, which validators treat as a
-/// note rather than a rule, so the parse here is what refuses "yesterday".
+/// note rather than a rule, so the parse here is what refuses "yesterday". The database
+/// stores microseconds: a finer instant is rounded up, which keeps `since` inclusive and
+/// `until` exclusive at the stored precision (truncating would let in an event a fraction
+/// of a microsecond before `since`, and shut out one just before `until`).
 fn parse_time(key: &str, value: Option<&str>) -> Result<Option<Timestamp>, ToolError> {
-    match value {
-        None => Ok(None),
-        Some(s) => s.parse::<Timestamp>().map(Some).map_err(|_| {
-            ToolError::Execution(format!(
+    let Some(s) = value else {
+        return Ok(None);
+    };
+    let parsed = match s.parse::<Timestamp>() {
+        Ok(t) => Some(t),
+        // Well-formed, with an offset, but past what a timestamp can hold: out of range.
+        Err(_) if Pieces::parse(s).is_ok_and(|p| p.offset().is_some()) => None,
+        Err(_) => {
+            return Err(ToolError::Execution(format!(
                 "{key} must be an RFC 3339 timestamp with a UTC offset, such as 2026-12-01T00:00:00Z; got {s:?}"
-            ))
-        }),
-    }
+            )));
+        }
+    };
+    let to_micros = TimestampRound::new()
+        .smallest(Unit::Microsecond)
+        .mode(RoundMode::Ceil);
+    parsed
+        .and_then(|t| t.round(to_micros).ok())
+        .filter(|t| {
+            let micros = i128::from(t.as_microsecond());
+            (i128::from(EARLIEST_SECOND) * 1_000_000..=i128::from(LATEST_SECOND) * 1_000_000)
+                .contains(&micros)
+        })
+        .map(Some)
+        .ok_or_else(|| ToolError::Execution(format!("{key} must be {RANGE}; got {s:?}")))
 }
 
 /// An optional `since`/`until` window; when both are given, `since` comes first.
@@ -123,6 +150,39 @@ mod tests {
             };
             let err = reject_nul(&map).unwrap_err();
             assert!(matches!(err, ToolError::Execution(m) if m.contains("NUL")));
+        }
+    }
+
+    #[test]
+    fn instants_round_up_to_the_stored_microsecond_and_stay_in_the_stored_range() {
+        let t = |s| parse_time("since", Some(s));
+        assert_eq!(
+            t("2026-11-01T10:00:00.0000001Z")
+                .unwrap()
+                .unwrap()
+                .to_string(),
+            "2026-11-01T10:00:00.000001Z"
+        );
+        assert_eq!(
+            t("2026-11-01T10:00:00.000002Z")
+                .unwrap()
+                .unwrap()
+                .to_string(),
+            "2026-11-01T10:00:00.000002Z"
+        );
+        assert!(t("0001-01-01T00:00:00Z").unwrap().is_some());
+        assert!(t("9999-12-30T00:00:00Z").unwrap().is_some());
+        for far in [
+            "-005000-01-01T00:00:00Z",
+            "0000-12-31T23:59:59Z",
+            "9999-12-30T00:00:00.0000001Z",
+            "9999-12-31T23:59:59.999999Z",
+        ] {
+            let err = t(far).unwrap_err();
+            assert!(
+                matches!(&err, ToolError::Execution(m) if m.contains("since must be between 0001")),
+                "{far}: {err:?}"
+            );
         }
     }
 

@@ -97,7 +97,7 @@ pub(crate) struct Args {
 pub(crate) fn def(store: Arc<Store>) -> ToolDef {
     tool(
         NAME,
-        "Counts events per time bucket (minute, hour or day), optionally grouped by event type or severity. For spotting spikes before drilling in with query_events. When `truncated` is true the later buckets did not fit the response budget (total_events counts the returned ones): use a larger bucket or a shorter window.",
+        "Counts events per time bucket (minute, hour or day, starting on UTC boundaries; the first and last bucket count only the part inside the window), optionally grouped by event type or severity. For spotting spikes before drilling in with query_events. When `truncated` is true the later buckets did not fit the response budget (total_events counts the returned ones): use a larger bucket or a shorter window.",
         store,
         run,
     )
@@ -115,16 +115,25 @@ pub(crate) fn def(store: Arc<Store>) -> ToolDef {
     }))
 }
 
+/// How many UTC-aligned buckets of `seconds` the window `[since, until)` touches, partial
+/// ones at either end included: the number of buckets the statement can return.
+fn buckets_touched(since: Timestamp, until: Timestamp, seconds: i64) -> i64 {
+    let first = since.as_second().div_euclid(seconds);
+    // `until` is exclusive: an `until` on a boundary does not open the next bucket.
+    let last_instant = until.as_microsecond() - 1;
+    let last = last_instant.div_euclid(1_000_000).div_euclid(seconds);
+    last - first + 1
+}
+
 async fn run(store: Arc<Store>, args: Args, ctx: RequestContext) -> ToolResult {
     let tenant = tenant(&ctx)?;
     let (since, until) = required_window(&args.since, args.until.as_deref())?;
     let (bucket, group_by) = (args.bucket, args.group_by);
     let seconds = bucket.seconds();
-    let span = until.as_second() - since.as_second();
-    if span / seconds > MAX_BUCKETS {
+    let touched = buckets_touched(since, until, seconds);
+    if touched > MAX_BUCKETS {
         return fail(format!(
-            "That window holds {} {} buckets; at most {MAX_BUCKETS} are returned. Use a larger bucket or a shorter window.",
-            span / seconds,
+            "That window touches {touched} UTC {} buckets; at most {MAX_BUCKETS} are returned. Use a larger bucket or a shorter window.",
             bucket.as_str()
         ));
     }
@@ -190,4 +199,42 @@ async fn run(store: Arc<Store>, args: Args, ctx: RequestContext) -> ToolResult {
         }),
         stats,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(s: &str) -> Timestamp {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn buckets_are_counted_on_utc_boundaries_with_partial_ends() {
+        let hour = Bucket::Hour.seconds();
+        // Exactly 1,000 whole hours: 1,000 buckets.
+        assert_eq!(
+            buckets_touched(at("2026-01-01T00:00:00Z"), at("2026-02-11T16:00:00Z"), hour),
+            1000
+        );
+        // One second more opens bucket 1,001 (the off-by-one the cap had).
+        assert_eq!(
+            buckets_touched(at("2026-01-01T00:00:00Z"), at("2026-02-11T16:00:01Z"), hour),
+            1001
+        );
+        // A window inside one hour, and one straddling an hour boundary.
+        assert_eq!(
+            buckets_touched(at("2026-01-01T10:15:00Z"), at("2026-01-01T10:45:00Z"), hour),
+            1
+        );
+        assert_eq!(
+            buckets_touched(at("2026-01-01T10:59:00Z"), at("2026-01-01T11:01:00Z"), hour),
+            2
+        );
+        // Before the epoch too.
+        assert_eq!(
+            buckets_touched(at("1969-12-31T23:30:00Z"), at("1970-01-01T00:30:00Z"), hour),
+            2
+        );
+    }
 }

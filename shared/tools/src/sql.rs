@@ -77,11 +77,13 @@ pub(crate) const WINDOW_SUMMARIES: &str = concat!(
 );
 
 /// `count_events`, one statement per grouping: the grouping column is chosen from this
-/// fixed set, never from the caller's text. `$1` is the bucket width in seconds.
+/// fixed set, never from the caller's text. `$1` is the bucket width in seconds. Buckets
+/// are binned from the Unix epoch, so they start on UTC minute, hour and day boundaries
+/// whatever the window (two calls over overlapping windows agree on shared buckets).
 macro_rules! count_by {
     ($key:literal) => {
         concat!(
-            "SELECT date_bin($1::text::interval, occurred_at, $2) AS start, ",
+            "SELECT date_bin($1::text::interval, occurred_at, TIMESTAMPTZ '1970-01-01 00:00:00+00') AS start, ",
             $key,
             " AS key, count(*) AS events FROM events \
              WHERE occurred_at >= $2 AND occurred_at < $3 \

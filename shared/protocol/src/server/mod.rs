@@ -380,20 +380,39 @@ impl Server {
         }
         let mut responses = Vec::new();
         let mut record = None;
+        let (mut scopes, mut retry_after) = (None, None);
         for item in items {
-            if let Handled::Answer { body, call, .. } =
-                self.handle_message(item, version, incoming, true).await
+            if let Handled::Answer {
+                body,
+                call,
+                challenge,
+                retry_after_secs,
+                ..
+            } = self.handle_message(item, version, incoming, true).await
             {
                 responses.push(body);
                 record = record.or(call);
+                scopes = scopes.or(challenge);
+                retry_after = retry_after.or(retry_after_secs);
             }
         }
         if responses.is_empty() {
             return Reply::new(202, None, version);
         }
+        // The batch's one tool call, refused for scope or by a rate limit, sets the status
+        // and header a lone call would get (403 + challenge, 429 + Retry-After), so a client
+        // can step up or back off whichever way it sent the call; the body keeps every
+        // entry's answer.
+        let status = match (&scopes, retry_after) {
+            (Some(_), _) => 403,
+            (None, Some(_)) => 429,
+            (None, None) => 200,
+        };
         Reply {
             call: record,
-            ..Reply::new(200, Some(Value::Array(responses)), version)
+            insufficient_scope: scopes,
+            retry_after_secs: retry_after,
+            ..Reply::new(status, Some(Value::Array(responses)), version)
         }
     }
 

@@ -517,3 +517,29 @@ fn the_alarms_watch_the_metrics_the_function_emits() {
         assert!(props(&t, group).get("RetentionInDays").is_some(), "{group}");
     }
 }
+
+/// Nothing deploys that has not passed the suite: the deploy job needs the test job, which
+/// runs `.ci/run` (the README's test command) in an image pinned by digest.
+#[test]
+fn the_deploy_waits_for_the_whole_test_suite() {
+    let workflow: Value = serde_norway::from_str(&read(".github/workflows/deploy.yml")).unwrap();
+    let jobs = &workflow["jobs"];
+    let needs: Vec<String> = match &jobs["deploy"]["needs"] {
+        Value::Sequence(items) => items.iter().map(text).collect(),
+        one => vec![text(one)],
+    };
+    assert!(needs.contains(&"test".to_owned()), "deploy needs {needs:?}");
+    let image = text(&jobs["test"]["container"]);
+    assert!(
+        image.contains("@sha256:"),
+        "{image} is not pinned by digest"
+    );
+    let runs: Vec<String> = jobs["test"]["steps"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .filter_map(|step| step.get("run").map(text))
+        .collect();
+    assert!(runs.iter().any(|r| r.trim() == ".ci/run"), "{runs:?}");
+    assert!(read(".ci/run").contains("scripts/test"));
+}

@@ -144,6 +144,15 @@ impl CallToolResult {
         })
     }
 
+    /// The text of its first content block: what a protocol error says when a body's
+    /// detailed result has to travel as one.
+    pub(crate) fn first_text(&self) -> Option<&str> {
+        self.content
+            .first()
+            .and_then(|block| block.get("text"))
+            .and_then(Value::as_str)
+    }
+
     /// The same result with `stats` attached.
     #[must_use]
     pub fn with_stats(mut self, stats: CallStats) -> Self {
@@ -199,9 +208,19 @@ pub fn structured_cost(value: &Value) -> usize {
     cost.bytes * 2 + cost.escapes
 }
 
+/// The serialised size of `value` in bytes, measured without building the bytes (the
+/// transport serialises a reply once); `usize::MAX` if it cannot be serialised.
+pub(crate) fn serialized_len(value: &Value) -> usize {
+    let mut counter = ByteCounter::default();
+    match serde_json::to_writer(&mut counter, value) {
+        Ok(()) => counter.0,
+        Err(_) => usize::MAX,
+    }
+}
+
 /// An `io::Write` that only counts: measures serialised size without a buffer.
 #[derive(Default)]
-pub(crate) struct ByteCounter(pub(crate) usize);
+struct ByteCounter(usize);
 
 impl std::io::Write for ByteCounter {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {

@@ -13,7 +13,9 @@ use crate::admission::Admit;
 use crate::context::RequestContext;
 use crate::error::RpcError;
 use crate::registry::{Owner, Tool};
-use crate::result::{ByteCounter, CallRecord, CallToolResult, InputRequired, Outcome, ToolError};
+use crate::result::{
+    CallRecord, CallToolResult, InputRequired, Outcome, ToolError, serialized_len,
+};
 use crate::version::ProtocolVersion;
 
 #[derive(Deserialize)]
@@ -314,12 +316,7 @@ fn missing_capabilities(required: &[String], ctx: &RequestContext) -> Option<Val
 /// whose serialised form is over `budget` never reaches the client; a small `isError`
 /// result in its place says how big it was and how to ask for less.
 fn within_budget(value: Value, budget: usize, tool: &str) -> (Value, bool) {
-    // Measured without building the bytes: the transport serialises the reply once.
-    let mut counter = ByteCounter::default();
-    let bytes = match serde_json::to_writer(&mut counter, &value) {
-        Ok(()) => counter.0,
-        Err(_) => usize::MAX,
-    };
+    let bytes = serialized_len(&value);
     if bytes <= budget {
         return (value, false);
     }
@@ -357,10 +354,7 @@ pub(super) fn body_error(err: ToolError, what: &str, name: &str) -> RpcError {
         }
         ToolError::Detailed(result) => RpcError::InvalidParams(
             result
-                .content
-                .first()
-                .and_then(|block| block.get("text"))
-                .and_then(Value::as_str)
+                .first_text()
                 .unwrap_or("the request failed")
                 .to_owned(),
         ),

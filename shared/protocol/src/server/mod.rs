@@ -111,12 +111,6 @@ impl ServerBuilder {
         self
     }
 
-    /// Asks `admission` before every tool call (rate limits).
-    pub fn admission(mut self, admission: Arc<dyn Admission>) -> Self {
-        self.server.admission = Some(admission);
-        self
-    }
-
     pub fn cache_hints(mut self, cache: CacheHints) -> Self {
         self.server.cache = cache;
         self

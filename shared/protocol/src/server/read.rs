@@ -13,7 +13,7 @@ use super::dispatch::{not_found, parse_params};
 use crate::context::RequestContext;
 use crate::error::RpcError;
 use crate::method::Method;
-use crate::result::{ByteCounter, ToolError};
+use crate::result::{ToolError, serialized_len};
 
 /// The longest URI a read may name. Ours are far shorter; the bound keeps an unknown URI's
 /// error (which echoes it, SEP-2164 `data.uri`) small.
@@ -94,13 +94,7 @@ impl Server {
             Ok(Ok(Some(contents))) if !contents.is_empty() => contents,
             Ok(Ok(_)) => return Err(RpcError::ResourceNotFound { uri }),
             Ok(Err(ToolError::Detailed(result))) => {
-                let message = result
-                    .content
-                    .first()
-                    .and_then(|block| block.get("text"))
-                    .and_then(Value::as_str)
-                    .unwrap_or("The read failed.")
-                    .to_owned();
+                let message = result.first_text().unwrap_or("The read failed.").to_owned();
                 let data = result.structured_content.unwrap_or_else(|| json!({}));
                 return Err(RpcError::Failed { message, data });
             }
@@ -132,11 +126,7 @@ fn deadline_exceeded(resource: &str, budget_ms: u64) -> RpcError {
 /// The response budget holds for resources as for tool results: contents over it never
 /// reach the client; an error says how big they were.
 fn within_budget(result: Value, budget: usize, resource: &str) -> Result<Value, RpcError> {
-    let mut counter = ByteCounter::default();
-    let bytes = match serde_json::to_writer(&mut counter, &result) {
-        Ok(()) => counter.0,
-        Err(_) => usize::MAX,
-    };
+    let bytes = serialized_len(&result);
     if bytes <= budget {
         return Ok(result);
     }

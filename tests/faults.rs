@@ -148,6 +148,7 @@ async fn secrets_manager_down_at_cold_start_is_retryable_and_recovers() {
         db,
         cursor_key: mcp_tools::CursorKey::new(vec![7u8; 32]).unwrap(),
         statement_timeout: Duration::from_secs(3),
+        links: mcp_tools::EventLinks::default(),
     });
     let (app, _) = app_with_budget(store, 256 * 1024);
     let acme = token(Some("acme"));

@@ -122,6 +122,35 @@ fn the_deployed_tools_are_exactly_these() {
             ],
             &["bucket", "group_by", "buckets", "total_events", "truncated"],
         ),
+        tool(
+            "search_events",
+            "Search events",
+            &["query"],
+            &["cursor", "limit", "min_severity", "query", "since", "until"],
+            &[
+                "query",
+                "window",
+                "results",
+                "count",
+                "truncated",
+                "next_cursor",
+            ],
+        ),
+        // The pair ChatGPT connectors and deep research look for: one string argument each.
+        tool(
+            "search",
+            "Search events (id, title, url)",
+            &["query"],
+            &["query"],
+            &["results"],
+        ),
+        tool(
+            "fetch",
+            "Fetch one event (id, title, text, url, metadata)",
+            &["id"],
+            &["id"],
+            &["id", "title", "text", "url", "metadata"],
+        ),
     ];
     assert_eq!(listed, expected);
     assert_eq!(server.tools().all_scopes(), ["events:read"]);

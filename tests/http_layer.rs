@@ -207,3 +207,47 @@ async fn no_error_ever_has_an_empty_body() {
         assert!(a.body["error"]["message"].is_string(), "{a:?}");
     }
 }
+
+/// OpenAI's domain verification: the configured token, as plain text, to anyone (it is read
+/// before any sign-in), on GET only; 404 when none is configured; nothing else on the path.
+#[tokio::test]
+async fn the_openai_apps_challenge_serves_exactly_the_configured_token() {
+    let path = "/.well-known/openai-apps-challenge";
+    let config = Config {
+        openai_apps_challenge: Some("oa-verify-3f9c2a".into()),
+        ..crate::support::http::fixture_config()
+    };
+    let app = App::new(config, conformance::fixture_server().unwrap());
+    let response = app.handle(request("GET", path, &[], "")).await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.headers()["content-type"],
+        "text/plain; charset=utf-8"
+    );
+    assert_eq!(response.body().to_vec(), b"oa-verify-3f9c2a");
+    for method in ["POST", "PUT", "DELETE"] {
+        let a = send(
+            &app,
+            request(method, path, &[("content-type", "application/json")], "{}"),
+        )
+        .await;
+        a.assert_error(405, -32600);
+        assert_eq!(a.header("allow"), Some("GET"));
+    }
+    for near in [
+        format!("{path}/x"),
+        format!("{path}.txt"),
+        "/.well-known/openai-apps".into(),
+    ] {
+        let a = send(&app, request("GET", &near, &[], "")).await;
+        assert_eq!(a.status, 404, "{near}: {a:?}");
+        assert!(!a.text_contains("oa-verify"), "{near}");
+    }
+    // The protected endpoint's host check still applies.
+    let a = send(&app, request("GET", path, &[("host", "evil.example")], "")).await;
+    assert_eq!(a.status, 403);
+
+    let a = send(&fixture_app(), request("GET", path, &[], "")).await;
+    let message = a.assert_error(404, -32600);
+    assert!(message.contains("verification token"), "{message}");
+}

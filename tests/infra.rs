@@ -340,6 +340,8 @@ async fn every_route_reaches_the_handler_and_nothing_else_is_routed() {
         "DELETE /mcp",
         "GET /.well-known/oauth-protected-resource",
         "GET /.well-known/oauth-protected-resource/mcp",
+        // Only when a verification token is given (condition HasAppsChallenge).
+        "GET /.well-known/openai-apps-challenge",
     ]
     .into_iter()
     .map(String::from)
@@ -363,6 +365,8 @@ async fn every_route_reaches_the_handler_and_nothing_else_is_routed() {
         let expected = match (method, path) {
             ("POST", _) => 401,
             (_, "/mcp") => 405,
+            // This app has no token configured (tests/http_layer.rs serves one).
+            (_, "/.well-known/openai-apps-challenge") => 404,
             _ => 200,
         };
         assert_eq!(a.status, expected, "{key}: {a:?}");

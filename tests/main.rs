@@ -19,6 +19,7 @@ mod infra;
 mod limits;
 mod properties;
 mod resources;
+mod search;
 mod secrets;
 mod smoke;
 mod stateless;

@@ -140,18 +140,18 @@ proptest! {
         let key = CursorKey::new(vec![3u8; 32]).unwrap();
         let position = Position { at: Timestamp::from_second(seconds).unwrap(), id };
         let cursor = key.sign(&tenant, &filter, &position);
-        let back = key.verify(&tenant, &filter, &cursor).unwrap();
+        let back: mcp_tools::Position = key.verify::<mcp_tools::Position>(&tenant, &filter, &cursor).unwrap();
         prop_assert_eq!((back.at, back.id), (position.at, position.id));
         // Any one character changed: refused, never a different position.
         let mut chars: Vec<char> = cursor.chars().collect();
         let i = flip.index(chars.len());
         chars[i] = if chars[i] == 'A' { 'B' } else { 'A' };
         let tampered: String = chars.into_iter().collect();
-        prop_assert!(tampered == cursor || key.verify(&tenant, &filter, &tampered).is_err());
+        prop_assert!(tampered == cursor || key.verify::<mcp_tools::Position>(&tenant, &filter, &tampered).is_err());
         // Bound to its tenant and filter.
         let (other_tenant, other_filter) = (tenant.clone() + "x", filter.clone() + "0");
-        prop_assert!(key.verify(&other_tenant, &filter, &cursor).is_err());
-        prop_assert!(key.verify(&tenant, &other_filter, &cursor).is_err());
+        prop_assert!(key.verify::<mcp_tools::Position>(&other_tenant, &filter, &cursor).is_err());
+        prop_assert!(key.verify::<mcp_tools::Position>(&tenant, &other_filter, &cursor).is_err());
     }
 
     #[test]

@@ -218,3 +218,131 @@ async fn results_over_the_response_budget_are_replaced_by_a_bounded_error() {
     let a = call(&app, "tight", None).await;
     assert_eq!(a.result()["structuredContent"]["budget_bytes"], 1024);
 }
+
+/// The budget of a call is the smallest of the server's, the tool's and the client's: a
+/// known client by its `clientInfo` name (2026-07-28 sends it on every request) or an
+/// explicit `_meta` hint (any era); a malformed hint is refused, not ignored.
+#[tokio::test]
+async fn the_budget_is_the_smallest_of_server_tool_and_client() {
+    let mut tools = Tools::new();
+    tools
+        .register(ToolDef::new(
+            "flood",
+            "Returns `size` bytes of text",
+            json!({"type": "object", "properties": {"size": {"type": "integer"}}, "required": ["size"]}),
+            |args, _| async move {
+                let size = args["size"].as_u64().unwrap_or(0) as usize;
+                Ok(Outcome::Complete(CallToolResult::text("x".repeat(size))))
+            },
+        ))
+        .unwrap()
+        .register(
+            ToolDef::new("tight", "Budget of 8 KiB", json!({"type": "object", "properties": {"size": {"type": "integer"}}}), |args, _| async move {
+                let size = args["size"].as_u64().unwrap_or(0) as usize;
+                Ok(Outcome::Complete(CallToolResult::text("x".repeat(size))))
+            })
+            .response_budget(8 * 1024),
+        )
+        .unwrap();
+    // The server's default budget (96 KiB).
+    let app = App::new(
+        fixture_config(),
+        Server::builder("t", "0").tools(tools).build().unwrap(),
+    );
+    let budget_of =
+        |a: &crate::support::http::Answer| a.result()["structuredContent"]["budget_bytes"].as_u64();
+    let hint = "event-store-mcp/maxResponseBytes";
+    let with_meta = |name: &str, size: u64, meta: Value| json!({"name": name, "arguments": {"size": size}, "_meta": meta});
+
+    // Server: 90,000 bytes pass under 96 KiB, 100,000 do not.
+    let a = call(&app, "flood", Some(json!({"size": 90_000}))).await;
+    assert_eq!(a.result()["isError"], Value::Null, "{a:?}");
+    let a = call(&app, "flood", Some(json!({"size": 100_000}))).await;
+    assert_eq!(budget_of(&a), Some(96 * 1024));
+
+    // A known client: Claude Code keeps less, in both eras' ways of saying who it is.
+    let claude_code = |extra: Value| {
+        let mut meta = crate::support::http::modern_meta();
+        meta["io.modelcontextprotocol/clientInfo"] =
+            json!({"name": "claude-code", "version": "2.1.0"});
+        if let Value::Object(extra) = extra {
+            meta.as_object_mut().unwrap().extend(extra);
+        }
+        meta
+    };
+    let a = modern(
+        &app,
+        "tools/call",
+        with_meta("flood", 70_000, claude_code(json!({}))),
+    )
+    .await;
+    assert_eq!(budget_of(&a), Some(64 * 1024), "{a:?}");
+    let a = modern(
+        &app,
+        "tools/call",
+        with_meta("flood", 60_000, claude_code(json!({}))),
+    )
+    .await;
+    assert_eq!(a.result()["isError"], Value::Null, "{a:?}");
+    // An unknown client name changes nothing.
+    let mut unknown = crate::support::http::modern_meta();
+    unknown["io.modelcontextprotocol/clientInfo"] = json!({"name": "Claude-Code"});
+    let a = modern(&app, "tools/call", with_meta("flood", 90_000, unknown)).await;
+    assert_eq!(a.result()["isError"], Value::Null, "{a:?}");
+
+    // An explicit hint, in the handshake era too, and over a known client's name.
+    let a = legacy(
+        &app,
+        "2025-11-25",
+        "tools/call",
+        with_meta("flood", 30_000, json!({ hint: 20_000 })),
+    )
+    .await;
+    assert_eq!(budget_of(&a), Some(20_000), "{a:?}");
+    let a = modern(
+        &app,
+        "tools/call",
+        with_meta("flood", 30_000, claude_code(json!({ hint: 20_000 }))),
+    )
+    .await;
+    assert_eq!(budget_of(&a), Some(20_000), "{a:?}");
+    // A hint larger than the server's budget does not raise it.
+    let a = legacy(
+        &app,
+        "2025-11-25",
+        "tools/call",
+        with_meta("flood", 100_000, json!({ hint: 1_000_000 })),
+    )
+    .await;
+    assert_eq!(budget_of(&a), Some(96 * 1024));
+    // The tool's own budget is smaller than a hint.
+    let a = legacy(
+        &app,
+        "2025-11-25",
+        "tools/call",
+        with_meta("tight", 9_000, json!({ hint: 20_000 })),
+    )
+    .await;
+    assert_eq!(budget_of(&a), Some(8 * 1024));
+    // A hint below 4 KiB is raised to 4 KiB.
+    let a = legacy(
+        &app,
+        "2025-11-25",
+        "tools/call",
+        with_meta("flood", 5_000, json!({ hint: 100 })),
+    )
+    .await;
+    assert_eq!(budget_of(&a), Some(4 * 1024));
+
+    for bad in [json!(0), json!(-1), json!("20000"), json!(1.5)] {
+        let a = legacy(
+            &app,
+            "2025-11-25",
+            "tools/call",
+            with_meta("flood", 10, json!({ hint: bad })),
+        )
+        .await;
+        let message = a.assert_error(200, -32602);
+        assert!(message.contains("positive integer"), "{message}");
+    }
+}

@@ -123,6 +123,7 @@ fn listing_server() -> Server {
         db,
         cursor_key: mcp_tools::CursorKey::new(vec![1u8; 32]).unwrap(),
         statement_timeout: Duration::from_secs(5),
+        links: mcp_tools::EventLinks::default(),
     });
     mcp::production_server(store, 256 * 1024).unwrap()
 }

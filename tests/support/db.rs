@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use mcp::{App, Config};
 use mcp_auth::AuthConfig;
 use mcp_db::{Credentials, Db, DbConfig, TlsMode};
-use mcp_tools::{CursorKey, Store};
+use mcp_tools::{CursorKey, EventLinks, Store};
 use serde_json::{Value, json};
 use tokio_postgres::{Client, NoTls};
 
@@ -96,6 +96,7 @@ impl TestDb {
             }),
             cursor_key: CursorKey::new(vec![42u8; 32]).unwrap(),
             statement_timeout,
+            links: EventLinks::default(),
         })
     }
 
@@ -205,6 +206,7 @@ pub(crate) fn unconnected_store() -> Arc<Store> {
         }),
         cursor_key: CursorKey::new(vec![1u8; 32]).unwrap(),
         statement_timeout: Duration::from_secs(5),
+        links: EventLinks::default(),
     })
 }
 

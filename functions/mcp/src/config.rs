@@ -20,8 +20,9 @@ pub struct Config {
     /// Time kept back from the invocation deadline to serialise and return the answer
     /// (`DEADLINE_MARGIN_MS`, default 500).
     pub deadline_margin: Duration,
-    /// Largest serialised tool result (`RESPONSE_BUDGET_BYTES`, default 256 KiB, at most
-    /// 4 MiB: well under Lambda's 6 MB buffered response limit).
+    /// Largest serialised tool result (`RESPONSE_BUDGET_BYTES`, default 96 KiB, at most
+    /// 4 MiB: well under Lambda's 6 MB buffered response limit). A call's budget is the
+    /// smallest of this, the tool's and the client's (`mcp_protocol::budget`).
     pub response_budget: usize,
     /// How callers are authenticated.
     pub auth: AuthSetting,
@@ -35,6 +36,10 @@ pub struct Config {
     /// CloudWatch namespace of the Embedded Metric Format lines (`METRICS_NAMESPACE`,
     /// default `EventStoreMcp`); `off` turns them off.
     pub metrics_namespace: Option<String>,
+    /// The domain verification token OpenAI gives for an app
+    /// (`OPENAI_APPS_CHALLENGE`), served unauthenticated at
+    /// `/.well-known/openai-apps-challenge`; unset: that path is 404.
+    pub openai_apps_challenge: Option<String>,
 }
 
 /// How requests are authenticated.
@@ -85,6 +90,7 @@ impl Default for Config {
             authorization_servers: Vec::new(),
             resource_metadata_url: None,
             metrics_namespace: Some("EventStoreMcp".into()),
+            openai_apps_challenge: None,
         }
     }
 }
@@ -168,6 +174,15 @@ impl Config {
             bail!("RESPONSE_BUDGET_BYTES must be between 1 KiB and 4 MiB");
         }
         config.deadline_margin = env.millis("DEADLINE_MARGIN_MS", config.deadline_margin)?;
+        config.openai_apps_challenge = match env.text("OPENAI_APPS_CHALLENGE") {
+            None => None,
+            // What is served is exactly the token: no spaces, controls or non-ASCII that a
+            // copy and paste could have added, and nothing long enough to be anything else.
+            Some(t) if t.len() <= 512 && t.bytes().all(|b| b.is_ascii_graphic()) => Some(t),
+            Some(_) => bail!(
+                "OPENAI_APPS_CHALLENGE must be the verification token as given: 1-512 visible ASCII characters"
+            ),
+        };
         match env.var("METRICS_NAMESPACE").as_deref().map(str::trim) {
             None => {}
             Some("off") => config.metrics_namespace = None,
@@ -227,6 +242,20 @@ mod tests {
             config(&[("ALLOWED_HOSTS", "*")]).unwrap().allowed_hosts,
             HostPolicy::Any
         );
+    }
+
+    #[test]
+    fn the_apps_challenge_is_the_token_as_given() {
+        assert_eq!(config(&[]).unwrap().openai_apps_challenge, None);
+        let c = config(&[("OPENAI_APPS_CHALLENGE", " tok-123_ABC ")]).unwrap();
+        assert_eq!(c.openai_apps_challenge.as_deref(), Some("tok-123_ABC"));
+        for bad in ["two words", "tab\there", "ünï", &"x".repeat(513)] {
+            let err = config(&[("OPENAI_APPS_CHALLENGE", bad)]).unwrap_err();
+            assert!(
+                err.to_string().contains("OPENAI_APPS_CHALLENGE"),
+                "{bad}: {err}"
+            );
+        }
     }
 
     #[test]

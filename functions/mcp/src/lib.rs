@@ -21,7 +21,7 @@ use std::time::Instant;
 use lambda_http::{Body, Request, RequestExt, Response};
 use mcp_env::Env;
 use mcp_protocol::{Resources, Server, Tools};
-use mcp_tools::{CursorKey, Store};
+use mcp_tools::{CursorKey, EventLinks, Store};
 
 pub use config::Config;
 pub use limits::{DynamoLimiter, LimitsConfig};
@@ -85,6 +85,8 @@ impl App {
             truncated = call.map(|c| c.stats.truncated),
             tool.is_error = call.map(|c| c.is_error),
             over_budget = call.map(|c| c.over_budget),
+            budget_bytes = call.and_then(|c| c.budget.map(|b| b.bytes)),
+            budget_source = call.and_then(|c| c.budget.map(|b| b.source.as_str())),
             rate_limited = call.map(|c| c.rate_limited),
             deadline.phase = call.and_then(|c| c.stats.deadline_phase),
             auth_denied = trace.auth_denied,
@@ -162,6 +164,8 @@ pub async fn store_from_env() -> anyhow::Result<Arc<Store>> {
         db: mcp_db::Db::new(db),
         cursor_key: CursorKey::new(key)?,
         statement_timeout,
+        // Where search and fetch results link to (ChatGPT cites only results with a url).
+        links: EventLinks::new(env.text("EVENT_URL_TEMPLATE").as_deref())?,
     }))
 }
 

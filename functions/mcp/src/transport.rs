@@ -17,7 +17,7 @@ use crate::Inner;
 use crate::authority::{host_of, origin_of};
 use crate::config::{Config, HostPolicy, OriginPolicy};
 use crate::metrics::RequestTrace;
-use crate::wire::{Rejection, empty, json_response, reply_response};
+use crate::wire::{Rejection, empty, json_response, reply_response, text_response};
 
 /// Handles one request; also returns what it did, for the request's log line and metrics.
 pub(crate) async fn handle(app: &Inner, req: Request) -> (Response<Body>, RequestTrace) {
@@ -47,6 +47,9 @@ async fn route(app: &Inner, req: Request, trace: &mut RequestTrace) -> Response<
     }
     if is_metadata {
         return metadata(app, req.method());
+    }
+    if path == APPS_CHALLENGE_PATH {
+        return apps_challenge(config, req.method());
     }
     if let Err(rejection) = check_request(config, &req) {
         return rejection.into_response();
@@ -109,6 +112,30 @@ fn metadata(app: &Inner, method: &Method) -> Response<Body> {
         None => Rejection::new(
             StatusCode::NOT_FOUND,
             "Not found: this server has no authorization configured",
+        )
+        .into_response(),
+    }
+}
+
+/// Where OpenAI looks for an app's domain verification token.
+const APPS_CHALLENGE_PATH: &str = "/.well-known/openai-apps-challenge";
+
+/// The domain verification token, as plain text, unauthenticated (OpenAI reads it before
+/// any sign-in); nothing else is ever served on this path.
+fn apps_challenge(config: &Config, method: &Method) -> Response<Body> {
+    if method != Method::GET && method != Method::HEAD {
+        return Rejection::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "Method not allowed: the verification token is read with GET",
+        )
+        .with_header(ALLOW, HeaderValue::from_static("GET"))
+        .into_response();
+    }
+    match &config.openai_apps_challenge {
+        Some(token) => text_response(StatusCode::OK, token),
+        None => Rejection::new(
+            StatusCode::NOT_FOUND,
+            "Not found: no OpenAI apps verification token is configured",
         )
         .into_response(),
     }

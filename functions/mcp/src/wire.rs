@@ -92,6 +92,16 @@ pub(crate) fn json_response(status: StatusCode, body: &Value) -> Response<Body> 
     response
 }
 
+pub(crate) fn text_response(status: StatusCode, body: &str) -> Response<Body> {
+    let mut response = Response::new(Body::Text(body.to_owned()));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
+
 pub(crate) fn empty(status: StatusCode) -> Response<Body> {
     let mut response = Response::new(Body::Empty);
     *response.status_mut() = status;

@@ -80,7 +80,7 @@ pub const EVENT_TYPES: &[(&str, &str, &str)] = &[
     (
         "error.logged",
         "An application logged an error",
-        r#"{"type":"object","properties":{"error_class":{"type":"string"},"count":{"type":"integer"}}}"#,
+        r#"{"type":"object","properties":{"error_class":{"type":"string"},"count":{"type":"integer"},"message":{"type":"string"}}}"#,
     ),
     (
         "config.changed",
@@ -219,7 +219,16 @@ pub async fn seed(
                 "error.logged" => {
                     let class =
                         ["TimeoutError", "ConnectionReset", "NullPointer"][rng.below(3) as usize];
-                    json!({"error_class": class, "count": 1 + rng.below(50)})
+                    // A sentence a person would search for (no draw from the generator,
+                    // so the rest of the sample is unchanged).
+                    let message = match class {
+                        "TimeoutError" => "upstream timeout after 3000 ms waiting for a response",
+                        "ConnectionReset" => {
+                            "connection reset by peer while talking to the database"
+                        }
+                        _ => "null reference while rendering the order summary",
+                    };
+                    json!({"error_class": class, "count": 1 + rng.below(50), "message": message})
                 }
                 "config.changed" => json!({"key": "pool.max_connections", "actor": "oncall"}),
                 _ => {

@@ -36,7 +36,7 @@ use tokio_postgres::{Client, Row};
 
 pub use config::{Credentials, DbConfig, DbConfigError, TlsMode};
 pub use error::{DbError, Phase};
-pub use migrate::{MIGRATIONS, migrate};
+pub use migrate::{MIGRATIONS, Step, migrate};
 pub use rustls::pki_types::CertificateDer;
 pub use secret::{
     DbSecret, Endpoint, SecretSource, aws_sdk_config, read_plain_secret, secrets_client,

@@ -1,21 +1,45 @@
 //! Schema migrations, applied in order, each once, under an advisory lock so concurrent
 //! deploys cannot interleave. Run with an administrative role (never the endpoint's).
+//!
+//! Most steps are SQL files run in one transaction each. A step that PostgreSQL forbids in a
+//! transaction (`CREATE INDEX CONCURRENTLY`) or that must not hold locks for long (a backfill
+//! over millions of rows) is written here instead, idempotent, and recorded only once it
+//! has finished: a deploy that dies half-way simply runs it again.
 
 use tokio_postgres::Client;
 
 use crate::DbError;
 
-/// Every migration, in order: (version, SQL).
-pub const MIGRATIONS: &[(&str, &str)] = &[
+/// One migration step.
+#[derive(Debug, Clone, Copy)]
+pub enum Step {
+    /// A SQL file, run in one transaction.
+    Sql(&'static str),
+    /// Fills `events.search` for rows older than its trigger, in short batches, then builds
+    /// the search index concurrently (writes go on throughout).
+    EventSearchIndex,
+}
+
+/// Every migration, in order: (version, step).
+pub const MIGRATIONS: &[(&str, Step)] = &[
     (
         "0001_event_store",
-        include_str!("../migrations/0001_event_store.sql"),
+        Step::Sql(include_str!("../migrations/0001_event_store.sql")),
     ),
     (
         "0002_reader_role_and_rls",
-        include_str!("../migrations/0002_reader_role_and_rls.sql"),
+        Step::Sql(include_str!("../migrations/0002_reader_role_and_rls.sql")),
     ),
+    (
+        "0003_event_search",
+        Step::Sql(include_str!("../migrations/0003_event_search.sql")),
+    ),
+    ("0004_event_search_index", Step::EventSearchIndex),
 ];
+
+/// Rows per backfill statement: each batch is its own short transaction, so row locks are
+/// held for a moment and the work done survives an interrupted deploy.
+const BACKFILL_BATCH: i64 = 5_000;
 
 /// Key of the advisory lock held while migrating (any constant unique to this schema).
 const LOCK_KEY: i64 = 0x006d_6370_5f6d_6967;
@@ -52,7 +76,7 @@ pub async fn migrate(client: &mut Client) -> Result<Vec<String>, DbError> {
 
 async fn apply(client: &mut Client) -> Result<Vec<String>, DbError> {
     let mut applied = Vec::new();
-    for (version, sql) in MIGRATIONS {
+    for (version, step) in MIGRATIONS {
         let done = client
             .query_opt(
                 "SELECT 1 FROM schema_migrations WHERE version = $1",
@@ -64,18 +88,80 @@ async fn apply(client: &mut Client) -> Result<Vec<String>, DbError> {
         if done {
             continue;
         }
-        let tx = client.transaction().await.map_err(DbError::Query)?;
-        #[allow(clippy::disallowed_methods)]
-        tx.batch_execute(sql).await.map_err(DbError::Query)?;
-        tx.execute(
-            "INSERT INTO schema_migrations (version) VALUES ($1)",
-            &[version],
-        )
-        .await
-        .map_err(DbError::Query)?;
-        tx.commit().await.map_err(DbError::Query)?;
+        let record = "INSERT INTO schema_migrations (version) VALUES ($1)";
+        match step {
+            Step::Sql(sql) => {
+                let tx = client.transaction().await.map_err(DbError::Query)?;
+                #[allow(clippy::disallowed_methods)]
+                tx.batch_execute(sql).await.map_err(DbError::Query)?;
+                tx.execute(record, &[version])
+                    .await
+                    .map_err(DbError::Query)?;
+                tx.commit().await.map_err(DbError::Query)?;
+            }
+            Step::EventSearchIndex => {
+                event_search_index(client).await.map_err(DbError::Query)?;
+                client
+                    .execute(record, &[version])
+                    .await
+                    .map_err(DbError::Query)?;
+            }
+        }
         tracing::info!(migration = version, "applied");
         applied.push((*version).to_owned());
     }
     Ok(applied)
+}
+
+/// Backfills `events.search` and builds its GIN index without blocking writes.
+///
+/// The backfill walks the identity key in ranges (each range one index scan, so the whole
+/// walk reads the table once) and touches only rows still without a document; the trigger
+/// added by `0003_event_search` computes it (`SET search = NULL` fires it), and fills every
+/// row inserted meanwhile. The index is then built with `CREATE INDEX CONCURRENTLY`; a build
+/// an earlier run left invalid (interrupted) is dropped and built again.
+#[allow(clippy::disallowed_methods)]
+async fn event_search_index(client: &Client) -> Result<(), tokio_postgres::Error> {
+    let row = client
+        .query_one(
+            "SELECT coalesce(min(id), 0), coalesce(max(id), 0) FROM events",
+            &[],
+        )
+        .await?;
+    let (first, last): (i64, i64) = (row.try_get(0)?, row.try_get(1)?);
+    let mut filled = 0;
+    let mut from = first;
+    while from <= last && last > 0 {
+        filled += client
+            .execute(
+                "UPDATE events SET search = NULL \
+                 WHERE id >= $1 AND id < $2 AND search IS NULL",
+                &[&from, &(from + BACKFILL_BATCH)],
+            )
+            .await?;
+        from += BACKFILL_BATCH;
+    }
+    tracing::info!(rows = filled, "events.search backfilled");
+    let valid: Option<bool> = client
+        .query_opt(
+            "SELECT i.indisvalid FROM pg_index i \
+             WHERE i.indexrelid = to_regclass('events_search')",
+            &[],
+        )
+        .await?
+        .map(|r| r.try_get(0))
+        .transpose()?;
+    if valid == Some(false) {
+        client
+            .batch_execute("DROP INDEX CONCURRENTLY IF EXISTS events_search")
+            .await?;
+    }
+    client
+        .batch_execute(
+            "CREATE INDEX CONCURRENTLY IF NOT EXISTS events_search \
+             ON events USING gin (tenant_id, search)",
+        )
+        .await?;
+    tracing::info!("events_search index ready");
+    Ok(())
 }

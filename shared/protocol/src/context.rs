@@ -7,9 +7,7 @@ use serde_json::Value;
 
 use crate::version::ProtocolVersion;
 
-/// Default byte budget of one tool result: 256 KiB, about 64k tokens, far under Lambda's
-/// 6 MB response limit and what a model can still use.
-pub const DEFAULT_RESPONSE_BUDGET: usize = 256 * 1024;
+pub use crate::budget::DEFAULT_RESPONSE_BUDGET;
 
 /// The authenticated caller. Filled in by the HTTP layer from the verified token; the
 /// engine only reads it.
@@ -59,8 +57,9 @@ pub struct RequestContext {
     pub input_responses: Option<Value>,
     /// 2026-07-28 multi-round-trip requests: the opaque state the server returned earlier.
     pub request_state: Option<String>,
-    /// The byte budget of this call's result (the tool's own or the server's). Tools that
-    /// return lists fill them up to it and say `truncated` rather than overrun it.
+    /// The byte budget of this call's result: the smallest of the server's, the tool's and
+    /// the client's (see [`crate::budget`]). Tools that return lists fill them up to it and
+    /// say `truncated` rather than overrun it.
     pub response_budget: usize,
 }
 

@@ -16,6 +16,7 @@
 //! Its invariants are tested in each module and, end to end, in the `tests/` crate.
 
 pub mod admission;
+pub mod budget;
 pub mod context;
 pub mod error;
 pub mod jsonrpc;
@@ -28,6 +29,7 @@ pub mod server;
 pub mod version;
 
 pub use admission::{Admission, Admit};
+pub use budget::{Budget, BudgetSource};
 pub use context::{Caller, RequestContext};
 pub use error::RpcError;
 pub use method::Method;

@@ -8,6 +8,8 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
+use crate::budget::Budget;
+
 /// A result that is either complete or asks the client for more input first
 /// (2026-07-28 `InputRequiredResult`, SEP-2322).
 #[derive(Debug, Clone, PartialEq)]
@@ -270,4 +272,6 @@ pub struct CallRecord {
     pub rate_limit_unchecked: bool,
     /// What the tool body reported about its run.
     pub stats: CallStats,
+    /// The response budget the call ran under, and whose it was.
+    pub budget: Option<Budget>,
 }

@@ -6,6 +6,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::{Hmac, Mac};
 use jiff::Timestamp;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -56,10 +57,12 @@ pub struct Position {
     pub id: i64,
 }
 
+/// What a cursor carries: where the next page starts (a [`Position`], or a tool's own
+/// position type), and which query it continues.
 #[derive(Serialize, Deserialize)]
-struct Body {
+struct Body<P> {
     #[serde(flatten)]
-    position: Position,
+    position: P,
     /// Hash of the filter: a cursor only continues the query that made it.
     f: String,
 }
@@ -82,9 +85,9 @@ pub enum CursorError {
 }
 
 impl CursorKey {
-    pub fn sign(&self, tenant: &str, filter: &str, position: &Position) -> String {
+    pub fn sign<P: Serialize>(&self, tenant: &str, filter: &str, position: &P) -> String {
         let body = serde_json::to_string(&Body {
-            position: position.clone(),
+            position,
             f: filter.to_owned(),
         })
         .unwrap_or_default();
@@ -97,12 +100,12 @@ impl CursorKey {
     ///
     /// [`CursorError::Invalid`] for anything not signed by us for this tenant,
     /// [`CursorError::OtherQuery`] for a genuine cursor of a different filter.
-    pub fn verify(
+    pub fn verify<P: DeserializeOwned>(
         &self,
         tenant: &str,
         filter: &str,
         cursor: &str,
-    ) -> Result<Position, CursorError> {
+    ) -> Result<P, CursorError> {
         let (body, tag) = cursor.split_once('.').ok_or(CursorError::Invalid)?;
         let tag = URL_SAFE_NO_PAD
             .decode(tag)
@@ -113,7 +116,7 @@ impl CursorKey {
         let json = URL_SAFE_NO_PAD
             .decode(body)
             .map_err(|_| CursorError::Invalid)?;
-        let body: Body = serde_json::from_slice(&json).map_err(|_| CursorError::Invalid)?;
+        let body: Body<P> = serde_json::from_slice(&json).map_err(|_| CursorError::Invalid)?;
         if body.f != filter {
             return Err(CursorError::OtherQuery);
         }
@@ -137,18 +140,30 @@ mod tests {
         };
         let c = key().sign("acme", "f1", &pos);
         assert_eq!(key().verify("acme", "f1", &c), Ok(pos));
-        assert_eq!(key().verify("globex", "f1", &c), Err(CursorError::Invalid));
-        assert_eq!(key().verify("acme", "f2", &c), Err(CursorError::OtherQuery));
+        assert_eq!(
+            key().verify::<Position>("globex", "f1", &c),
+            Err(CursorError::Invalid)
+        );
+        assert_eq!(
+            key().verify::<Position>("acme", "f2", &c),
+            Err(CursorError::OtherQuery)
+        );
         let other = CursorKey::new(vec![8u8; 32]).unwrap();
-        assert_eq!(other.verify("acme", "f1", &c), Err(CursorError::Invalid));
+        assert_eq!(
+            other.verify::<Position>("acme", "f1", &c),
+            Err(CursorError::Invalid)
+        );
         let mut tampered = c.clone();
         tampered.replace_range(0..1, if c.starts_with('A') { "B" } else { "A" });
         assert_eq!(
-            key().verify("acme", "f1", &tampered),
+            key().verify::<Position>("acme", "f1", &tampered),
             Err(CursorError::Invalid)
         );
         for junk in ["", ".", "abc", "a.b", "'; DROP TABLE events; --"] {
-            assert_eq!(key().verify("acme", "f1", junk), Err(CursorError::Invalid));
+            assert_eq!(
+                key().verify::<Position>("acme", "f1", junk),
+                Err(CursorError::Invalid)
+            );
         }
         assert!(CursorKey::new(vec![1u8; 31]).is_err());
     }

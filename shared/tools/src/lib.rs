@@ -17,9 +17,12 @@ mod describe_data;
 mod event;
 mod get_entity_state;
 mod get_event;
+mod links;
 mod outcome;
 mod query_events;
 mod resources;
+mod search_events;
+mod search_fetch;
 mod sql;
 mod store;
 mod summarize_window;
@@ -30,9 +33,11 @@ use mcp_protocol::{RegistryError, Tools};
 
 pub use cursor::{CursorError, CursorKey, Position, filter_hash};
 pub use event::SEVERITIES;
+pub use links::{EVENT_TEMPLATE, EventLinks, LinkTemplateError};
 pub use outcome::STORED_TEXT_NOTICE;
 pub use query_events::MAX_LIMIT;
-pub use resources::{ENTITY_STATE_TEMPLATE, EVENT_TEMPLATE, EVENT_TYPES_URI, register_resources};
+pub use resources::{ENTITY_STATE_TEMPLATE, EVENT_TYPES_URI, register_resources};
+pub use search_events::MAX_SEARCH_LIMIT;
 #[doc(hidden)]
 pub use sql::QUERY_EVENTS_SQL;
 pub use store::Store;
@@ -51,7 +56,10 @@ pub fn register(tools: &mut Tools, store: Arc<Store>) -> Result<(), RegistryErro
     tools.register(get_event::def(store.clone()))?;
     tools.register(get_entity_state::def(store.clone()))?;
     tools.register(summarize_window::def(store.clone()))?;
-    tools.register(count_events::def(store))?;
+    tools.register(count_events::def(store.clone()))?;
+    tools.register(search_events::def(store.clone()))?;
+    tools.register(search_fetch::search_def(store.clone()))?;
+    tools.register(search_fetch::fetch_def(store))?;
     Ok(())
 }
 

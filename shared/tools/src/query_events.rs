@@ -129,7 +129,7 @@ async fn run(store: Arc<Store>, mut args: Args, ctx: RequestContext) -> ToolResu
     let cursor = args.cursor.take();
     let filter = Arc::new(Filter::new(args)?);
     let fingerprint = filter_hash(&filter.canonical());
-    let after = match cursor {
+    let after: Option<Position> = match cursor {
         None => None,
         Some(c) => Some(
             store

@@ -11,14 +11,13 @@ use mcp_protocol::{
 use serde_json::{Value, json};
 use tokio_postgres::types::Type;
 
+use crate::links::EVENT_TEMPLATE;
 use crate::outcome::STORED_TEXT_NOTICE;
 use crate::store::{Store, tenant};
 use crate::{READ_SCOPE, describe_data, get_entity_state, get_event, sql};
 
 /// The event-type catalog.
 pub const EVENT_TYPES_URI: &str = "event-store://event-types";
-/// One event by id.
-pub const EVENT_TEMPLATE: &str = "event-store://events/{id}";
 /// One entity's current state.
 pub const ENTITY_STATE_TEMPLATE: &str = "event-store://entities/{entity_id}/state";
 

@@ -7,13 +7,16 @@ use mcp_db::{Db, Phase, Tx, TxFuture};
 use mcp_protocol::{RequestContext, ToolError};
 
 use crate::cursor::CursorKey;
+use crate::links::EventLinks;
 use crate::outcome::{db_error, deadline_exceeded};
 
-/// What the tools share: the database, the cursor key, the per-call statement timeout.
+/// What the tools share: the database, the cursor key, the per-call statement timeout and
+/// how results link to an event.
 pub struct Store {
     pub db: Db,
     pub cursor_key: CursorKey,
     pub statement_timeout: Duration,
+    pub links: EventLinks,
 }
 
 /// Below this much time left, a read is not started: it could not finish anyway, and the

@@ -10,6 +10,7 @@ use serde_json::{Map, Value, json};
 use super::dispatch::parse_params;
 use super::{Answer, Server};
 use crate::admission::Admit;
+use crate::budget::{Budget, BudgetSource, client_budget};
 use crate::context::RequestContext;
 use crate::error::RpcError;
 use crate::registry::{Owner, Tool};
@@ -30,6 +31,10 @@ impl Server {
         params: Map<String, Value>,
         ctx: RequestContext,
     ) -> Answer {
+        let client = match client_budget(&params) {
+            Ok(client) => client,
+            Err(e) => return Err(e).into(),
+        };
         let p: CallToolParams = match parse_params(params) {
             Ok(p) => p,
             Err(e) => return Err(e).into(),
@@ -39,7 +44,7 @@ impl Server {
             known_tool: self.tools.get(&p.name).is_some(),
             ..CallRecord::default()
         };
-        let result = self.run_tool(p, ctx, &mut record).await;
+        let result = self.run_tool(p, ctx, client, &mut record).await;
         record.is_error = match &result {
             Ok(value) => value.get("isError") == Some(&Value::Bool(true)),
             Err(_) => true,
@@ -54,6 +59,7 @@ impl Server {
         &self,
         p: CallToolParams,
         mut ctx: RequestContext,
+        client: Option<Budget>,
         record: &mut CallRecord,
     ) -> Result<Value, RpcError> {
         let tool = self.permitted(&p.name, &ctx)?;
@@ -100,7 +106,17 @@ impl Server {
         // The tool's own cap bounds the call even when the invocation has longer left.
         let cap = Instant::now() + tool.max_duration();
         ctx.deadline = Some(ctx.deadline.map_or(cap, |d| d.min(cap)));
-        let budget = tool.response_budget().unwrap_or(self.response_budget);
+        let budget = Budget {
+            bytes: self.response_budget,
+            source: BudgetSource::Server,
+        }
+        .min(tool.response_budget().map(|bytes| Budget {
+            bytes,
+            source: BudgetSource::Tool,
+        }))
+        .min(client);
+        record.budget = Some(budget);
+        let budget = budget.bytes;
         ctx.response_budget = budget;
         tracing::info!(tool.name = %p.name, caller = ctx.caller.log_id(), "tool call");
         match run_by_deadline(tool, args, ctx).await {

@@ -10,6 +10,7 @@ use serde_json::{Map, Value, json};
 use super::Server;
 use super::call::{TOOL_GRACE, body_error};
 use super::dispatch::{not_found, parse_params};
+use crate::budget::{Budget, BudgetSource, client_budget};
 use crate::context::RequestContext;
 use crate::error::RpcError;
 use crate::method::Method;
@@ -43,6 +44,7 @@ impl Server {
         if self.resources.is_empty() {
             return Err(not_found(&Method::ResourcesRead));
         }
+        let client = client_budget(&params)?;
         let ReadResourceParams { uri } = parse_params(params)?;
         if uri.len() > MAX_URI_BYTES {
             return Err(RpcError::InvalidParams(format!(
@@ -72,7 +74,13 @@ impl Server {
         let cap = started + resource.max_duration();
         let deadline = ctx.deadline.map_or(cap, |d| d.min(cap));
         ctx.deadline = Some(deadline);
-        ctx.response_budget = self.response_budget;
+        let budget = Budget {
+            bytes: self.response_budget,
+            source: BudgetSource::Server,
+        }
+        .min(client)
+        .bytes;
+        ctx.response_budget = budget;
         tracing::info!(resource.uri = %uri, resource.name = resource.name(), caller = ctx.caller.log_id(), "resource read");
         let read = resource.read(request, ctx);
         // A body that ignores its deadline is stopped as a tool would be (see TOOL_GRACE).
@@ -101,7 +109,7 @@ impl Server {
             Ok(Err(e)) => return Err(body_error(e, "resources/read", &uri)),
         };
         let result = json!({ "contents": contents });
-        within_budget(result, self.response_budget, resource.name())
+        within_budget(result, budget, resource.name())
     }
 }
 

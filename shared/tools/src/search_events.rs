@@ -1,0 +1,423 @@
+//! `search_events`: full-text search over what events say, best matches first, with short
+//! highlighted snippets and a signed cursor for the next page. The `search` tool is a thin
+//! layer over [`search`].
+
+use std::sync::Arc;
+
+use jiff::{SignedDuration, Timestamp};
+use mcp_db::Param;
+use mcp_protocol::{CallStats, RequestContext, ToolDef, ToolError, structured_cost};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio_postgres::Row;
+use tokio_postgres::types::Type;
+
+use crate::args::{tool, window};
+use crate::cursor::filter_hash;
+use crate::event::{SEVERITIES, Severity, col, severity_name};
+use crate::outcome::{PAGE_OVERHEAD_BYTES, STORED_TEXT_NOTICE, ToolResult, done};
+use crate::sql;
+use crate::store::{Store, tenant};
+
+const NAME: &str = "search_events";
+
+/// Most results one page holds.
+pub const MAX_SEARCH_LIMIT: i64 = 50;
+/// Longest query, in characters: a question, not a document.
+pub(crate) const MAX_QUERY_CHARS: usize = 200;
+/// The window searched when none is given: the last 30 days.
+const DEFAULT_WINDOW: SignedDuration = SignedDuration::from_hours(30 * 24);
+/// The widest window one search may cover (the ranking reads every match in it).
+const MAX_WINDOW: SignedDuration = SignedDuration::from_hours(366 * 24);
+
+fn default_limit() -> i64 {
+    10
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Args {
+    /// Words to look for, web-search style: "exact phrase", or, -excluded
+    #[schemars(length(min = 1, max = 200))]
+    query: String,
+    /// Only events at or after this instant (RFC 3339); default: 30 days before until
+    #[schemars(length(max = 40), extend("format" = "date-time"))]
+    since: Option<String>,
+    /// Only events before this instant (RFC 3339); default: now
+    #[schemars(length(max = 40), extend("format" = "date-time"))]
+    until: Option<String>,
+    /// Only events of at least this severity
+    min_severity: Option<Severity>,
+    #[serde(default = "default_limit")]
+    #[schemars(range(min = 1, max = MAX_SEARCH_LIMIT))]
+    limit: i64,
+    /// next_cursor from the previous page
+    #[schemars(length(max = 512))]
+    cursor: Option<String>,
+}
+
+pub(crate) fn def(store: Arc<Store>) -> ToolDef {
+    tool(
+        NAME,
+        "Full-text search over what events say (summary, event type, entity, tags and the text of their structured fields), best matches first, then newest. Query syntax is web-search style: plain words (all must match; word forms are matched, so `timeouts` finds `timeout`), \"an exact phrase\", `or` between alternatives, `-word` to exclude. Searches the last 30 days unless since/until say otherwise (at most 366 days). Returns up to `limit` results (default 10, at most 50) with a short snippet in which matches are marked **like this**; pass `next_cursor` back as `cursor` with the same arguments for more. Use get_event for a result's full event.",
+        store,
+        run,
+    )
+    .title("Search events")
+    .output_schema(json!({
+        "type": "object",
+        "properties": {
+            "query": { "type": "string" },
+            "window": {
+                "type": "object",
+                "properties": { "since": { "type": "string" }, "until": { "type": "string" } },
+                "required": ["since", "until"]
+            },
+            "results": { "type": "array", "items": hit_schema() },
+            "count": { "type": "integer" },
+            "truncated": { "type": "boolean" },
+            "next_cursor": { "anyOf": [{ "type": "string" }, { "type": "null" }] }
+        },
+        "required": ["query", "window", "results", "count", "truncated", "next_cursor"]
+    }))
+}
+
+fn hit_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "id": { "type": "integer" },
+            "occurred_at": { "type": "string" },
+            "event_type": { "type": "string" },
+            "entity_id": { "type": "string" },
+            "entity_type": { "type": "string" },
+            "severity": { "type": "string", "enum": SEVERITIES },
+            "rank": { "type": "number" },
+            "snippet": { "type": "string" }
+        },
+        "required": ["id", "occurred_at", "event_type", "entity_id", "entity_type", "severity", "rank", "snippet"]
+    })
+}
+
+/// One search, as `search_events` and `search` ask it.
+pub(crate) struct Query {
+    pub(crate) text: String,
+    pub(crate) since: Option<String>,
+    pub(crate) until: Option<String>,
+    pub(crate) min_severity: Severity,
+    pub(crate) limit: i64,
+    pub(crate) cursor: Option<String>,
+}
+
+/// One page of matches.
+pub(crate) struct Hits {
+    pub(crate) since: Timestamp,
+    pub(crate) until: Timestamp,
+    pub(crate) hits: Vec<Hit>,
+    /// Another page exists.
+    pub(crate) more: bool,
+    pub(crate) next_cursor: Option<String>,
+}
+
+pub(crate) struct Hit {
+    pub(crate) id: i64,
+    pub(crate) occurred_at: Timestamp,
+    pub(crate) event_type: String,
+    pub(crate) entity_id: String,
+    pub(crate) entity_type: String,
+    pub(crate) severity: i16,
+    rank: f32,
+    pub(crate) snippet: String,
+}
+
+impl Hit {
+    fn from_row(row: &Row) -> Result<Self, ToolError> {
+        Ok(Self {
+            id: col(row, "id")?,
+            occurred_at: col(row, "occurred_at")?,
+            event_type: col(row, "event_type")?,
+            entity_id: col(row, "entity_id")?,
+            entity_type: col(row, "entity_type")?,
+            severity: col(row, "severity")?,
+            rank: col(row, "rank")?,
+            snippet: col(row, "snippet")?,
+        })
+    }
+
+    fn to_json(&self) -> Value {
+        json!({
+            "id": self.id,
+            "occurred_at": self.occurred_at.to_string(),
+            "event_type": self.event_type,
+            "entity_id": self.entity_id,
+            "entity_type": self.entity_type,
+            "severity": severity_name(self.severity),
+            // Four decimals say everything a reader can use of a relevance score.
+            "rank": (f64::from(self.rank) * 1e4).round() / 1e4,
+            "snippet": self.snippet,
+        })
+    }
+}
+
+/// Where the next page starts, and the window the first page resolved (a default window
+/// ends "now": the next page must search the same one).
+#[derive(Serialize, Deserialize)]
+struct After {
+    /// The last rank returned, exactly (an `f32` is exact as an `f64`).
+    r: f64,
+    at: Timestamp,
+    id: i64,
+    since: Timestamp,
+    until: Timestamp,
+}
+
+async fn run(store: Arc<Store>, args: Args, ctx: RequestContext) -> ToolResult {
+    let query = Query {
+        text: args.query,
+        since: args.since,
+        until: args.until,
+        min_severity: args.min_severity.unwrap_or_default(),
+        limit: args.limit,
+        cursor: args.cursor,
+    };
+    let found = search(&store, NAME, &ctx, &query).await?;
+    let room = ctx.response_budget.saturating_sub(PAGE_OVERHEAD_BYTES);
+    let mut results = Vec::with_capacity(found.hits.len());
+    let mut used = 0;
+    let mut more = found.more;
+    let mut next_cursor = found.next_cursor.clone();
+    for (i, hit) in found.hits.iter().enumerate() {
+        let item = hit.to_json();
+        // The comma between items.
+        let cost = structured_cost(&item) + 2;
+        if used + cost > room {
+            // The page ends at the budget; the cursor continues after the last hit sent.
+            more = true;
+            next_cursor = match i.checked_sub(1).and_then(|last| found.hits.get(last)) {
+                Some(last) => Some(found.cursor_after(&store, &tenant(&ctx)?, &query, last)),
+                None => None,
+            };
+            break;
+        }
+        used += cost;
+        results.push(item);
+    }
+    let stats = CallStats {
+        rows: Some(found.hits.len() as u64),
+        truncated: more,
+        deadline_phase: None,
+    };
+    done(
+        json!({
+            "query": query.text,
+            "window": { "since": found.since.to_string(), "until": found.until.to_string() },
+            "count": results.len(),
+            "results": results,
+            "truncated": more,
+            "next_cursor": next_cursor,
+            "notice": STORED_TEXT_NOTICE,
+        }),
+        stats,
+    )
+}
+
+impl Query {
+    /// What a cursor is bound to: the query and the filters as the caller gave them.
+    fn fingerprint(&self) -> String {
+        filter_hash(&json!({
+            "tool": "search",
+            "q": self.text, "since": self.since, "until": self.until,
+            "min_severity": self.min_severity.rank(),
+        }))
+    }
+}
+
+impl Hits {
+    /// The cursor of the page that continues after `last`.
+    fn cursor_after(&self, store: &Store, tenant: &str, query: &Query, last: &Hit) -> String {
+        store.cursor_key.sign(
+            tenant,
+            &query.fingerprint(),
+            &After {
+                r: f64::from(last.rank),
+                at: last.occurred_at,
+                id: last.id,
+                since: self.since,
+                until: self.until,
+            },
+        )
+    }
+}
+
+/// Runs one search for the caller's tenant: checks the query, resolves the window (from the
+/// cursor when continuing), reads one page.
+pub(crate) async fn search(
+    store: &Store,
+    tool_name: &str,
+    ctx: &RequestContext,
+    query: &Query,
+) -> Result<Hits, ToolError> {
+    let tenant = tenant(ctx)?;
+    check_text(&query.text)?;
+    let fingerprint = query.fingerprint();
+    let after: Option<After> = match &query.cursor {
+        None => None,
+        Some(c) => Some(
+            store
+                .cursor_key
+                .verify(&tenant, &fingerprint, c)
+                .map_err(|e| ToolError::Execution(format!("Invalid cursor: {e}.")))?,
+        ),
+    };
+    let (since, until) = match &after {
+        Some(a) => (a.since, a.until),
+        None => resolve_window(query.since.as_deref(), query.until.as_deref())?,
+    };
+    let limit = query.limit.clamp(1, MAX_SEARCH_LIMIT);
+    // One row past the limit tells whether another page exists without counting.
+    let probe = limit + 1;
+    let min_severity = query.min_severity.rank();
+    let after_rank = after.as_ref().map(|a| a.r as f32);
+    let after_at = after.as_ref().map(|a| a.at);
+    let after_id = after.as_ref().map(|a| a.id);
+    let text = Arc::new(query.text.clone());
+    let read = store
+        .read(tool_name, ctx, &tenant, move |tx| {
+            let text = text.clone();
+            Box::pin(async move {
+                let shape = tx
+                    .query(sql::SEARCH_QUERY_SHAPE, &[(&*text, Type::TEXT)])
+                    .await?;
+                let Some(shape) = shape.first() else {
+                    return Ok(Err(ToolError::Execution(
+                        "The query could not be read.".into(),
+                    )));
+                };
+                if let Err(e) = check_shape(shape) {
+                    return Ok(Err(e));
+                }
+                let params: [Param<'_>; 8] = [
+                    (&*text, Type::TEXT),
+                    (&since, Type::TIMESTAMPTZ),
+                    (&until, Type::TIMESTAMPTZ),
+                    (&min_severity, Type::INT2),
+                    (&after_rank, Type::FLOAT4),
+                    (&after_at, Type::TIMESTAMPTZ),
+                    (&after_id, Type::INT8),
+                    (&probe, Type::INT8),
+                ];
+                Ok(Ok(tx.query(sql::SEARCH_EVENTS, &params).await?))
+            })
+        })
+        .await??;
+    let mut hits = read
+        .iter()
+        .map(Hit::from_row)
+        .collect::<Result<Vec<_>, _>>()?;
+    let more = hits.len() as i64 > limit;
+    hits.truncate(limit as usize);
+    let mut found = Hits {
+        since,
+        until,
+        hits,
+        more,
+        next_cursor: None,
+    };
+    if more && let Some(last) = found.hits.last() {
+        found.next_cursor = Some(found.cursor_after(store, &tenant, query, last));
+    }
+    Ok(found)
+}
+
+/// Refuses, before any database work, queries that cannot mean anything.
+fn check_text(text: &str) -> Result<(), ToolError> {
+    if text.trim().is_empty() {
+        return Err(ToolError::Execution(
+            "The query is empty. Give one or more words to look for, such as: checkout timeout."
+                .into(),
+        ));
+    }
+    let chars = text.chars().count();
+    if chars > MAX_QUERY_CHARS {
+        return Err(ToolError::Execution(format!(
+            "The query is {chars} characters long; at most {MAX_QUERY_CHARS}. Use the few words that matter most (for example an error class, a service name, an alert name)."
+        )));
+    }
+    Ok(())
+}
+
+/// Refuses queries the parser reduced to nothing, or to exclusions only.
+fn check_shape(shape: &Row) -> Result<(), ToolError> {
+    let nodes: i32 = col(shape, "nodes")?;
+    if nodes == 0 {
+        return Err(ToolError::Execution(
+            "The query has no searchable word: it is only stop words (such as `the`, `and`, `of`) or punctuation. Add a distinctive word, such as a service, an error or an alert name.".into(),
+        ));
+    }
+    let tree: String = col(shape, "tree")?;
+    if tree == "T" {
+        return Err(ToolError::Execution(
+            "The query only excludes words (`-word`). Add at least one word that results must contain.".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The window searched: as given, with `until` defaulting to now and `since` to 30 days
+/// before `until`; at most [`MAX_WINDOW`] wide.
+fn resolve_window(
+    since: Option<&str>,
+    until: Option<&str>,
+) -> Result<(Timestamp, Timestamp), ToolError> {
+    let (since, until) = window(since, until)?;
+    let until = until.unwrap_or_else(Timestamp::now);
+    let since = match since {
+        Some(s) => s,
+        None => until.checked_sub(DEFAULT_WINDOW).unwrap_or(until),
+    };
+    if since >= until {
+        return Err(ToolError::Execution(format!(
+            "The window is empty: since ({since}) must be before until ({until})."
+        )));
+    }
+    if until.duration_since(since) > MAX_WINDOW {
+        return Err(ToolError::Execution(format!(
+            "The window from {since} to {until} is longer than 366 days. Search a shorter window (since/until), then move it."
+        )));
+    }
+    Ok((since, until))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_and_long_queries_are_refused_with_guidance() {
+        for empty in ["", "   ", "\t\n"] {
+            let err = check_text(empty).unwrap_err();
+            assert!(matches!(err, ToolError::Execution(m) if m.contains("empty")));
+        }
+        let long = "a".repeat(MAX_QUERY_CHARS + 1);
+        assert!(
+            matches!(check_text(&long), Err(ToolError::Execution(m)) if m.contains("at most 200"))
+        );
+        assert!(check_text(&"é".repeat(MAX_QUERY_CHARS)).is_ok());
+    }
+
+    #[test]
+    fn the_default_window_is_the_last_30_days_and_windows_are_bounded() {
+        let (since, until) = resolve_window(None, Some("2026-12-01T00:00:00Z")).unwrap();
+        assert_eq!(since.to_string(), "2026-11-01T00:00:00Z");
+        assert_eq!(until.to_string(), "2026-12-01T00:00:00Z");
+        assert!(
+            resolve_window(Some("2025-01-01T00:00:00Z"), Some("2026-12-01T00:00:00Z")).is_err()
+        );
+        assert!(
+            resolve_window(Some("2026-12-02T00:00:00Z"), Some("2026-12-01T00:00:00Z")).is_err()
+        );
+        let (_, until) = resolve_window(Some("2026-11-01T00:00:00Z"), None).unwrap();
+        assert!(until > "2026-11-01T00:00:00Z".parse::<Timestamp>().unwrap());
+    }
+}

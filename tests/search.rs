@@ -1,0 +1,454 @@
+//! Full-text search (`search_events`) and the ChatGPT pair (`search`, `fetch`) against a
+//! real database through PgBouncer: answers checked against the rows (the words are really
+//! there, no other tenant's row), the query language's edge cases, paging, links, and the
+//! search index in use at 100,000 events.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp::App;
+use mcp_tools::{EventLinks, Store};
+use serde_json::{Value, json};
+use tokio_postgres::{AsyncMessage, NoTls};
+
+use crate::support::auth::{app_serving, auth_config, keys, static_keys};
+use crate::support::db::{ADMIN, TestDb, call, fixture, ok, token, tool_error};
+
+/// The fixture's events are all in November 2026.
+const NOVEMBER: (&str, &str) = ("2026-11-01T00:00:00Z", "2026-12-01T00:00:00Z");
+
+fn app_with_links(store: Arc<Store>) -> App {
+    let server =
+        mcp::production_server(store, mcp_protocol::server::DEFAULT_RESPONSE_BUDGET).unwrap();
+    app_serving(auth_config(static_keys(&[&keys().rsa])), server)
+}
+
+fn app(db: &TestDb) -> App {
+    app_with_links(db.store("mcp_endpoint", Duration::from_secs(5)))
+}
+
+async fn search_events(app: &App, tenant: &str, args: Value) -> crate::support::http::Answer {
+    call(app, &token(Some(tenant)), "search_events", args).await
+}
+
+fn november(query: &str) -> Value {
+    json!({ "query": query, "since": NOVEMBER.0, "until": NOVEMBER.1 })
+}
+
+fn hit_ids(v: &Value) -> Vec<i64> {
+    v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_i64().unwrap())
+        .collect()
+}
+
+/// Every id is a row of `tenant` whose stored text matches `query` (asked of the database
+/// as its administrator, outside row-level security).
+async fn assert_tenant_matches(db: &TestDb, tenant: &str, query: &str, ids: &[i64]) {
+    for id in ids {
+        let row = db
+            .admin
+            .query_one(
+                "SELECT tenant_id, search @@ websearch_to_tsquery('english', $2) \
+                 FROM events WHERE id = $1",
+                &[id, &query],
+            )
+            .await
+            .unwrap();
+        assert_eq!(row.get::<_, String>(0), tenant, "event {id}");
+        assert!(row.get::<_, bool>(1), "event {id} does not match {query:?}");
+    }
+}
+
+#[tokio::test]
+async fn search_events_finds_the_words_in_the_tenants_rows_only() {
+    let db = fixture().await;
+    let app = app(&db);
+
+    let a = search_events(&app, "acme", november("latency")).await;
+    let found = ok(&a);
+    let ids = hit_ids(found);
+    assert_eq!(ids.len(), 1, "{found}");
+    assert_tenant_matches(&db, "acme", "latency", &ids).await;
+    let hit = &found["results"][0];
+    assert_eq!(hit["entity_id"], "svc-a");
+    assert_eq!(hit["event_type"], "alert.fired");
+    assert_eq!(hit["severity"], "error");
+    assert!(
+        hit["snippet"].as_str().unwrap().contains("**latency**"),
+        "{hit}"
+    );
+    assert_eq!(found["window"]["since"], NOVEMBER.0);
+    assert_eq!(found["truncated"], false);
+    assert_eq!(found["next_cursor"], Value::Null);
+
+    // Word forms: "incidents declared" finds "incident declared".
+    let a = search_events(&app, "acme", november("incidents declared")).await;
+    let ids = hit_ids(ok(&a));
+    assert_eq!(ids.len(), 1);
+    assert_tenant_matches(&db, "acme", "incidents declared", &ids).await;
+
+    // Another tenant's words are not found, and its own rows are found by it alone.
+    let a = search_events(&app, "acme", november("SECRET-GLOBEX")).await;
+    assert_eq!(ok(&a)["count"], 0);
+    assert!(!a.text_contains("SECRET-GLOBEX summary"), "{a:?}");
+    let a = search_events(&app, "globex", november("SECRET-GLOBEX")).await;
+    let ids = hit_ids(ok(&a));
+    assert_eq!(ids.len(), 2);
+    assert_tenant_matches(&db, "globex", "SECRET-GLOBEX", &ids).await;
+
+    // Type names and structured text are searched too: "deploy" finds deploy.finished.
+    let a = search_events(&app, "acme", november("deploy")).await;
+    let ids = hit_ids(ok(&a));
+    assert_eq!(ids.len(), 2);
+    assert_tenant_matches(&db, "acme", "deploy", &ids).await;
+}
+
+#[tokio::test]
+async fn the_query_language_is_web_search_and_never_a_syntax_error() {
+    let db = fixture().await;
+    let app = app(&db);
+    let count = db.count().await;
+    let ids_for = |q: &'static str| {
+        let app = &app;
+        async move { hit_ids(ok(&search_events(app, "acme", november(q)).await)) }
+    };
+    // Alternatives, exclusions, phrases.
+    let either = ids_for("latency or \"error rate\"").await;
+    assert_eq!(either.len(), 2);
+    assert_tenant_matches(&db, "acme", "latency or \"error rate\"", &either).await;
+    let alerts = ids_for("alert").await;
+    let not_p99 = ids_for("alert -p99").await;
+    assert_eq!(alerts.len(), 2);
+    assert_eq!(not_p99.len(), 1);
+    assert!(alerts.contains(&not_p99[0]));
+    assert!(ids_for("\"rate error\"").await.is_empty());
+    // Text that would be syntax anywhere else is only words here.
+    for odd in [
+        "'); DROP TABLE events; --",
+        "checkout & | ! <-> :* (",
+        "svc-a:*",
+        "ünïcödé 🙂",
+    ] {
+        let a = search_events(&app, "acme", november(odd)).await;
+        assert_eq!(a.status, 200, "{odd}: {a:?}");
+        assert_ne!(a.result()["isError"], true, "{odd}: {a:?}");
+    }
+    assert_eq!(db.count().await, count, "nothing was written");
+
+    // The input schema refuses an empty or overlong query before the tool runs; the tool
+    // itself refuses what the schema cannot see.
+    for (query, says) in [
+        ("", "shorter than 1 character"),
+        ("   ", "empty"),
+        ("the and of", "stop words"),
+        ("...", "stop words"),
+        ("-deploy", "only excludes"),
+        (&"timeout ".repeat(30), "longer than 200 characters"),
+    ] {
+        let a = search_events(&app, "acme", november(query)).await;
+        let text = tool_error(&a);
+        assert!(text.contains(says), "{query:?}: {text}");
+    }
+    let a = search_events(
+        &app,
+        "acme",
+        json!({"query": "alert", "since": "2020-01-01T00:00:00Z", "until": NOVEMBER.1}),
+    )
+    .await;
+    assert!(tool_error(&a).contains("366 days"));
+    // The default window is the last 30 days, which the November fixture is outside of.
+    let a = search_events(&app, "acme", json!({"query": "alert"})).await;
+    let found = ok(&a);
+    assert_eq!(found["count"], 0);
+    let since: jiff::Timestamp = found["window"]["since"].as_str().unwrap().parse().unwrap();
+    let until: jiff::Timestamp = found["window"]["until"].as_str().unwrap().parse().unwrap();
+    assert_eq!(
+        until.duration_since(since),
+        jiff::SignedDuration::from_hours(720)
+    );
+}
+
+#[tokio::test]
+async fn results_rank_by_relevance_then_recency_and_pages_follow_cursors() {
+    let db = fixture().await;
+    // More matches than a page: 30 events mentioning "checkout", some in the summary
+    // (weight A), some only in structured text (weight C).
+    db.admin
+        .batch_execute(
+            "INSERT INTO event_types (name, description, field_schema) VALUES ('error.logged', 'e', '{}'); \
+             INSERT INTO events (tenant_id, entity_id, entity_type, event_type, severity, occurred_at, structured, ai_summary) \
+             SELECT 'acme', 'svc-checkout', 'service', 'error.logged', 4, \
+                    TIMESTAMPTZ '2026-11-10T00:00:00Z' + make_interval(mins => i), \
+                    jsonb_build_object('message', 'checkout failed #' || i), \
+                    CASE WHEN i % 3 = 0 THEN 'checkout timeout number ' || i END \
+             FROM generate_series(1, 30) AS i",
+        )
+        .await
+        .unwrap();
+    let app = app(&db);
+    let all = search_events(
+        &app,
+        "acme",
+        json!({"query": "checkout", "since": NOVEMBER.0, "until": NOVEMBER.1, "limit": 50}),
+    )
+    .await;
+    let all = ok(&all).clone();
+    let ids = hit_ids(&all);
+    assert_eq!(ids.len(), 30);
+    let ranked: Vec<(f64, String)> = all["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["rank"].as_f64().unwrap(),
+                r["occurred_at"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    for pair in ranked.windows(2) {
+        let ((r1, t1), (r2, t2)) = (&pair[0], &pair[1]);
+        assert!(r1 > r2 || (r1 == r2 && t1 > t2), "{ranked:?}");
+    }
+    // The ten with the word in their summary come first.
+    let summarised: BTreeSet<i64> = db
+        .admin
+        .query(
+            "SELECT id FROM events WHERE ai_summary LIKE 'checkout timeout%'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(
+        ids[..10].iter().copied().collect::<BTreeSet<_>>(),
+        summarised
+    );
+
+    // Pages of 7 walk the same list, in order, without repeats or gaps.
+    let mut walked = Vec::new();
+    let mut cursor = Value::Null;
+    for page in 0.. {
+        assert!(page < 10, "the walk does not end");
+        let mut args =
+            json!({"query": "checkout", "since": NOVEMBER.0, "until": NOVEMBER.1, "limit": 7});
+        if !cursor.is_null() {
+            args["cursor"] = cursor.clone();
+        }
+        let a = search_events(&app, "acme", args).await;
+        let found = ok(&a);
+        walked.extend(hit_ids(found));
+        cursor = found["next_cursor"].clone();
+        assert_eq!(found["truncated"], !cursor.is_null());
+        if cursor.is_null() {
+            break;
+        }
+    }
+    assert_eq!(walked, ids);
+
+    // A cursor continues only its own query, for its own tenant.
+    let first = search_events(
+        &app,
+        "acme",
+        json!({"query": "checkout", "since": NOVEMBER.0, "until": NOVEMBER.1, "limit": 7}),
+    )
+    .await;
+    let cursor = ok(&first)["next_cursor"].clone();
+    let other = search_events(
+        &app,
+        "acme",
+        json!({"query": "timeout", "since": NOVEMBER.0, "until": NOVEMBER.1, "cursor": cursor}),
+    )
+    .await;
+    assert!(tool_error(&other).contains("different query"));
+    let stolen = search_events(
+        &app,
+        "globex",
+        json!({"query": "checkout", "since": NOVEMBER.0, "until": NOVEMBER.1, "limit": 7, "cursor": cursor}),
+    )
+    .await;
+    assert!(tool_error(&stolen).contains("Invalid cursor"));
+}
+
+/// The one text block of a result, parsed: ChatGPT reads this JSON.
+fn text_json(a: &crate::support::http::Answer) -> Value {
+    let content = a.result()["content"].as_array().unwrap();
+    assert_eq!(content.len(), 1, "{a:?}");
+    assert_eq!(content[0]["type"], "text");
+    serde_json::from_str(content[0]["text"].as_str().unwrap()).unwrap()
+}
+
+#[tokio::test]
+async fn search_and_fetch_answer_in_the_shape_chatgpt_documents() {
+    let db = fixture().await;
+    let store = db.store("mcp_endpoint", Duration::from_secs(5));
+    let app = app_with_links(store);
+    // `search` looks at the last 30 days: move the fixture there.
+    db.admin
+        .batch_execute("UPDATE events SET occurred_at = occurred_at + (now() - TIMESTAMPTZ '2026-11-03T00:00:00Z')")
+        .await
+        .unwrap();
+    let acme = token(Some("acme"));
+
+    let a = call(&app, &acme, "search", json!({"query": "svc-a"})).await;
+    let found = ok(&a).clone();
+    assert_eq!(
+        text_json(&a),
+        found,
+        "the text block is the structured result"
+    );
+    assert_eq!(found.as_object().unwrap().len(), 1, "only results: {found}");
+    let results = found["results"].as_array().unwrap();
+    assert_eq!(results.len(), 3, "{found}");
+    let mut ids = Vec::new();
+    for r in results {
+        let id = r["id"].as_str().unwrap();
+        assert_eq!(r["url"], format!("event-store://events/{id}"));
+        assert!(r["title"].as_str().unwrap().contains(" on svc-a ("), "{r}");
+        ids.push(id.parse::<i64>().unwrap());
+    }
+    assert_tenant_matches(&db, "acme", "svc-a", &ids).await;
+
+    // fetch: by id or by url, the whole event as text, with metadata.
+    let incident = db
+        .admin
+        .query_one(
+            "SELECT id FROM events WHERE tenant_id = 'acme' AND event_type = 'incident.opened'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get::<_, i64>(0);
+    for id in [
+        incident.to_string(),
+        format!("event-store://events/{incident}"),
+    ] {
+        let a = call(&app, &acme, "fetch", json!({ "id": id })).await;
+        let doc = ok(&a).clone();
+        assert_eq!(text_json(&a), doc);
+        assert_eq!(doc["id"], incident.to_string());
+        assert_eq!(doc["url"], format!("event-store://events/{incident}"));
+        let text = doc["text"].as_str().unwrap();
+        assert!(
+            text.starts_with("incident.opened on svc-a (service)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("Summary: incident declared for svc-a"),
+            "{text}"
+        );
+        assert!(text.contains("svc-a down"), "{text}");
+        assert_eq!(doc["metadata"]["severity"], "critical");
+        assert_eq!(doc["metadata"]["tags"], json!(["region:eu", "paging"]));
+    }
+    // Another tenant's event is not there; junk ids say what an id is.
+    let globex_id = db
+        .admin
+        .query_one("SELECT min(id) FROM events WHERE tenant_id = 'globex'", &[])
+        .await
+        .unwrap()
+        .get::<_, i64>(0);
+    let a = call(&app, &acme, "fetch", json!({ "id": globex_id.to_string() })).await;
+    assert!(tool_error(&a).contains("No event with id"));
+    assert!(!a.text_contains("SECRET"), "{a:?}");
+    for junk in ["abc", "0", "-3", "https://evil.example/events/1"] {
+        let a = call(&app, &acme, "fetch", json!({ "id": junk })).await;
+        assert!(tool_error(&a).contains("is not an event id"), "{junk}");
+    }
+
+    // With the deployment's own incident UI, results link there, and fetch takes its URLs.
+    let mut store = Arc::try_unwrap(db.store("mcp_endpoint", Duration::from_secs(5)))
+        .ok()
+        .unwrap();
+    store.links = EventLinks::new(Some("https://incidents.example.com/e/{id}?via=mcp")).unwrap();
+    let app = app_with_links(Arc::new(store));
+    let a = call(&app, &acme, "search", json!({"query": "incident"})).await;
+    let url = ok(&a)["results"][0]["url"].as_str().unwrap().to_owned();
+    assert_eq!(
+        url,
+        format!("https://incidents.example.com/e/{incident}?via=mcp")
+    );
+    let a = call(&app, &acme, "fetch", json!({ "id": url })).await;
+    assert_eq!(ok(&a)["id"], incident.to_string());
+}
+
+#[tokio::test]
+async fn the_search_index_is_used_at_100_000_events() {
+    let db = TestDb::create().await;
+    let tenants = ["tenant-a", "tenant-b", "tenant-c"];
+    let mut seeding = crate::support::db::admin(&db.name).await;
+    let until: jiff::Timestamp = "2026-12-01T00:00:00Z".parse().unwrap();
+    let inserted = migrate::seed(&mut seeding, &tenants, 33_334, until)
+        .await
+        .unwrap();
+    assert_eq!(inserted, 100_002);
+    db.admin.batch_execute("ANALYZE events").await.unwrap();
+
+    // The plan of the statement inside search_event_ranks, as auto_explain reports it to
+    // this session, for the endpoint's role and one tenant.
+    let (client, mut connection) = tokio_postgres::connect(&format!("{ADMIN}/{}", db.name), NoTls)
+        .await
+        .unwrap();
+    let (tx, mut notices) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Some(message) = std::future::poll_fn(|cx| connection.poll_message(cx)).await {
+            match message {
+                Ok(AsyncMessage::Notice(n)) => {
+                    let _ = tx.send(n.message().to_owned());
+                }
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+    });
+    client
+        .batch_execute(
+            "LOAD 'auto_explain'; SET auto_explain.log_min_duration = 0; \
+             SET auto_explain.log_nested_statements = on; SET auto_explain.log_format = 'json'; \
+             SET auto_explain.log_level = 'notice'; SET client_min_messages = 'notice'; \
+             BEGIN READ ONLY; SET LOCAL ROLE mcp_endpoint; \
+             SELECT set_config('app.tenant_id', 'tenant-a', true)",
+        )
+        .await
+        .unwrap();
+    let rows = client
+        .query(
+            "SELECT id, rank FROM search_event_ranks('checkout timeouts', \
+             TIMESTAMPTZ '2026-11-01T00:00:00Z', TIMESTAMPTZ '2026-12-01T00:00:00Z', 0::int2, \
+             NULL, NULL, NULL, 11)",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 11, "the sample has many checkout timeouts");
+    let scans: i64 = client
+        .query_one(
+            "SELECT pg_stat_get_xact_numscans('events_search'::regclass)",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    client.batch_execute("COMMIT").await.unwrap();
+    drop(client);
+    let mut plans = Vec::new();
+    while let Some(n) = notices.recv().await {
+        plans.push(n);
+    }
+    let inner = plans
+        .iter()
+        .find(|p| p.contains("ts_rank_cd"))
+        .unwrap_or_else(|| panic!("no plan of the ranking statement among {plans:?}"));
+    assert!(
+        inner.contains(r#""Index Name": "events_search""#),
+        "the ranking statement does not use the search index: {inner}"
+    );
+    assert!(!inner.contains(r#""Node Type": "Seq Scan""#), "{inner}");
+    assert!(scans >= 1, "events_search was scanned {scans} times");
+}

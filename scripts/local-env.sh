@@ -26,7 +26,21 @@ local_db() {
   if [ -z "$("${admin[@]}" -c "SELECT 1 FROM pg_database WHERE datname = '$name'")" ]; then
     "${admin[@]}" -c "CREATE DATABASE $name" >/dev/null
   fi
-  DATABASE_ADMIN_URL="postgres://postgres@127.0.0.1:5432/$name" cargo run -q -p migrate -- --seed "$per_tenant"
+  DATABASE_ADMIN_URL="postgres://postgres@127.0.0.1:5432/$name" workspace_bin migrate migrate --seed "$per_tenant"
+}
+
+# workspace_bin PACKAGE BIN [ARGS...]: runs one of the workspace's binaries. With
+# WORKSPACE_BINS set (scripts/test, after `cargo build --workspace`) it runs the binary
+# already built there: `cargo run -p PACKAGE` resolves features for that one package and would
+# compile much of the dependency tree a second time.
+workspace_bin() {
+  local package="$1" bin="$2"
+  shift 2
+  if [ -n "${WORKSPACE_BINS:-}" ]; then
+    "$WORKSPACE_BINS/$bin" "$@"
+  else
+    cargo run -q -p "$package" --bin "$bin" -- "$@"
+  fi
 }
 
 # local_env ROOT PORT DBNAME PGBOUNCER_PORT CA_FILE [SECRET_ID SECRETS_MANAGER_URL]: sets
@@ -89,7 +103,7 @@ local_env() {
 
 # A development access token for the locally served endpoint (extra args go to devtoken).
 dev_token() {
-  cargo run -q -p devtools --bin devtoken -- --aud "$MCP_LOCAL_URL" --iss "$AUTH_ISSUER" "$@"
+  workspace_bin devtools devtoken --aud "$MCP_LOCAL_URL" --iss "$AUTH_ISSUER" "$@"
 }
 
 # start_auth_server ROOT PORT RESOURCE_URL LOG: starts the local OAuth authorization server

@@ -3,12 +3,12 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mcp_tools::CursorKey;
+use mcp_tools::{CursorKey, Position};
 
 fuzz_target!(|data: &[u8]| {
     let key = CursorKey::new(vec![9u8; 32]).unwrap();
     let cursor = String::from_utf8_lossy(data);
-    if let Ok(position) = key.verify("tenant", "filter", &cursor) {
+    if let Ok(position) = key.verify::<Position>("tenant", "filter", &cursor) {
         assert_eq!(key.sign("tenant", "filter", &position), cursor);
     }
 });

@@ -250,6 +250,17 @@ export function tenantsOf(ids) {
   return out.toString().trim().split('\n').filter(Boolean);
 }
 
+// The ids among `ids` whose stored text matches the full-text `query`, asked of the database.
+export function matchingIds(query, ids) {
+  assert.ok(ids.length > 0, 'no results to check');
+  const out = execFileSync('psql', [
+    '-h', '127.0.0.1', '-U', 'postgres', '-d', process.env.PG_DATABASE, '-qtA', '-v', `q=${query}`, '-c',
+    `SELECT id FROM events WHERE id IN (${ids.map((id) => Number(id)).join(',')}) ` +
+      `AND search @@ websearch_to_tsquery('english', :'q') ORDER BY id`,
+  ]);
+  return out.toString().trim().split('\n').filter(Boolean).map(Number);
+}
+
 // A tools/call result of query_events: not an error, events present, all of `tenant`.
 export function checkEvents(result, tenant) {
   assert.ok(!result.isError, JSON.stringify(result.content));

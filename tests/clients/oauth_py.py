@@ -135,6 +135,40 @@ async def check_resources(client, event_id: int) -> None:
     assert tenants_of([event["id"]]) == ["tenant-a"]
 
 
+def matching(query: str, ids: list[int]) -> list[int]:
+    """The ids among `ids` whose stored text matches the full-text `query`, asked of the database."""
+    out = subprocess.run(
+        ["psql", "-h", "127.0.0.1", "-U", "postgres", "-d", os.environ["PG_DATABASE"], "-qtA",
+         "-v", f"q={query}", "-c",
+         f"SELECT id FROM events WHERE id IN ({','.join(str(int(i)) for i in ids)}) "
+         "AND search @@ websearch_to_tsquery('english', :'q') ORDER BY id"],
+        check=True, capture_output=True, text=True,
+    ).stdout.split()
+    return [int(i) for i in out]
+
+
+async def check_search(client) -> int:
+    """search_events, then the ChatGPT pair: every result is the user's and really has the words."""
+    found = await client.call_tool("search_events", {"query": "checkout timeout", "limit": 20})
+    assert not found.is_error, found
+    ids = [r["id"] for r in found.structured_content["results"]]
+    assert ids, "the sample has checkout timeouts"
+    assert tenants_of(ids) == ["tenant-a"]
+    assert matching("checkout timeout", ids) == sorted(ids), (ids, matching("checkout timeout", ids))
+    assert all("**" in r["snippet"] for r in found.structured_content["results"]), found
+    pair = await client.call_tool("search", {"query": "checkout timeout"})
+    results = json.loads(pair.content[0].text)["results"]
+    assert len(pair.content) == 1 and results == pair.structured_content["results"], pair
+    first = results[0]
+    assert first["url"] == f"event-store://events/{first['id']}", first
+    assert matching("checkout timeout", [int(first["id"])]) == [int(first["id"])]
+    doc = json.loads((await client.call_tool("fetch", {"id": first["id"]})).content[0].text)
+    assert doc["id"] == first["id"] and doc["title"] == first["title"] and doc["url"] == first["url"], doc
+    assert "timeout" in doc["text"] and doc["metadata"]["entity_id"].startswith("svc-checkout"), doc
+    assert tenants_of([int(doc["id"])]) == ["tenant-a"]
+    return len(ids)
+
+
 async def sdk_chain() -> Storage:
     storage = Storage()
     redirects: list[str] = []
@@ -173,6 +207,7 @@ async def sdk_chain() -> Storage:
             listed = await client.call_tool("query_events", {"limit": 5})
             n = check_events(listed, "tenant-a")
             await check_resources(client, listed.structured_content["events"][0]["id"])
+            found = await check_search(client)
             first = storage.tokens
             claims = claims_of(first.access_token)
             assert claims["iss"] == ISSUER and claims["aud"] == MCP_URL and claims["tenant_id"] == "tenant-a", claims
@@ -183,7 +218,7 @@ async def sdk_chain() -> Storage:
             check_events(await client.call_tool("query_events", {"limit": 5}), "tenant-a")
             assert storage.tokens.access_token != first.access_token, "not refreshed"
             assert len(redirects) == 1, "refreshed without the user"
-    print(f"python mcp oauth (DCR, PKCE, sign-in forms, refresh, resources): ok, {n} events of tenant-a")
+    print(f"python mcp oauth (DCR, PKCE, sign-in forms, refresh, resources, search and fetch): ok, {n} events and {found} search results of tenant-a")
     return storage
 
 

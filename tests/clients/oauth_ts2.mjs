@@ -13,6 +13,7 @@ import { Client, StreamableHTTPClientTransport, UnauthorizedError } from '@model
 
 import {
   MCP_URL, MemoryProvider, callbackListener, checkAuthorizationRequest, checkEvents, claimsOf, closeBrowser,
+  matchingIds, tenantsOf,
   launchBrowser, signIn,
 } from './oauth_kit.mjs';
 
@@ -40,7 +41,9 @@ const context = await browser.newContext();
 const provider = new MemoryProvider({ redirectUrl: callback.url, clientName: document.client_name, clientMetadataUrl: clientId });
 const transport = () => new StreamableHTTPClientTransport(new URL(MCP_URL), { authProvider: provider });
 const connect = async (t = transport()) => {
-  const client = new Client({ name: 'ts-v2-oauth-test', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
+  // Named as Claude Code names itself: in 2026-07-28 every request carries clientInfo, and the
+  // endpoint sizes results for that client's documented cap (64 KiB).
+  const client = new Client({ name: 'claude-code', version: '2.1.0' }, { versionNegotiation: { mode: 'auto' } });
   await client.connect(t);
   return client;
 };
@@ -80,6 +83,22 @@ try {
   const tools = await client.listTools();
   assert.ok(tools.tools.some((tool) => tool.name === 'query_events'));
   const n = checkEvents(await client.callTool({ name: 'query_events', arguments: { limit: 5 } }), 'tenant-b');
+
+  // The response budget for this client: a page of up to 500 events stops at Claude Code's
+  // cap (64 KiB), under the server's default (96 KiB), and says so.
+  const page = await client.callTool({ name: 'query_events', arguments: { limit: 500 } });
+  checkEvents(page, 'tenant-b');
+  const bytes = Buffer.byteLength(JSON.stringify({ content: page.content, structuredContent: page.structuredContent }));
+  assert.equal(page.structuredContent.stopped_by, 'bytes', `stopped by ${page.structuredContent.stopped_by}`);
+  assert.ok(bytes <= 64 * 1024 && bytes > 48 * 1024, `a page of ${bytes} bytes for a 64 KiB client`);
+
+  // Full-text search through the same client: every result is the user's and has the words.
+  const found = await client.callTool({ name: 'search_events', arguments: { query: 'connection reset' } });
+  assert.ok(!found.isError, JSON.stringify(found.content));
+  const ids = found.structuredContent.results.map((r) => r.id);
+  assert.ok(ids.length > 0, 'the sample has connection resets');
+  assert.deepEqual(tenantsOf(ids), ['tenant-b']);
+  assert.deepEqual(matchingIds('connection reset', ids), [...ids].sort((a, b) => a - b));
   await client.close();
   console.log(
     `typescript sdk v2 oauth (CIMD, PKCE, browser sign-in, scope step-up): ok, ${n} events of tenant-b; ` +

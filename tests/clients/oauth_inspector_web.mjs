@@ -68,7 +68,7 @@ try {
   await page.getByText('Connected', { exact: true }).waitFor({ timeout: 30000 });
 
   await page.getByText('Tools', { exact: true }).first().click();
-  await page.getByText('Tools (6)').waitFor({ timeout: 15000 });
+  await page.getByText('Tools (9)').waitFor({ timeout: 15000 });
   await page.getByText('Query events', { exact: true }).click();
   await page.getByRole('button', { name: 'Execute Tool' }).click();
   await page.getByText('Results', { exact: true }).waitFor({ timeout: 30000 });

@@ -253,11 +253,13 @@ export function tenantsOf(ids) {
 // The ids among `ids` whose stored text matches the full-text `query`, asked of the database.
 export function matchingIds(query, ids) {
   assert.ok(ids.length > 0, 'no results to check');
+  // On standard input: psql interpolates :'q' (quoted as a literal) there, not in -c.
   const out = execFileSync('psql', [
-    '-h', '127.0.0.1', '-U', 'postgres', '-d', process.env.PG_DATABASE, '-qtA', '-v', `q=${query}`, '-c',
-    `SELECT id FROM events WHERE id IN (${ids.map((id) => Number(id)).join(',')}) ` +
-      `AND search @@ websearch_to_tsquery('english', :'q') ORDER BY id`,
-  ]);
+    '-h', '127.0.0.1', '-U', 'postgres', '-d', process.env.PG_DATABASE, '-qtA', '-v', `q=${query}`, '-f', '-',
+  ], {
+    input: `SELECT id FROM events WHERE id IN (${ids.map((id) => Number(id)).join(',')}) ` +
+      `AND search @@ websearch_to_tsquery('english', :'q') ORDER BY id;`,
+  });
   return out.toString().trim().split('\n').filter(Boolean).map(Number);
 }
 

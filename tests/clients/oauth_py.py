@@ -137,11 +137,12 @@ async def check_resources(client, event_id: int) -> None:
 
 def matching(query: str, ids: list[int]) -> list[int]:
     """The ids among `ids` whose stored text matches the full-text `query`, asked of the database."""
+    # On standard input: psql interpolates :'q' (quoted as a literal) there, not in -c.
     out = subprocess.run(
         ["psql", "-h", "127.0.0.1", "-U", "postgres", "-d", os.environ["PG_DATABASE"], "-qtA",
-         "-v", f"q={query}", "-c",
-         f"SELECT id FROM events WHERE id IN ({','.join(str(int(i)) for i in ids)}) "
-         "AND search @@ websearch_to_tsquery('english', :'q') ORDER BY id"],
+         "-v", f"q={query}", "-f", "-"],
+        input=f"SELECT id FROM events WHERE id IN ({','.join(str(int(i)) for i in ids)}) "
+        "AND search @@ websearch_to_tsquery('english', :'q') ORDER BY id;",
         check=True, capture_output=True, text=True,
     ).stdout.split()
     return [int(i) for i in out]

@@ -1,6 +1,7 @@
 //! Tool calls through the registry: argument validation, errors, output schemas.
 
 use mcp::App;
+use mcp_protocol::budget::HINT_META;
 use mcp_protocol::{CallToolResult, Outcome, Server, ToolDef, ToolError, Tools};
 use serde_json::{Value, json};
 
@@ -251,7 +252,6 @@ async fn the_budget_is_the_smallest_of_server_tool_and_client() {
     );
     let budget_of =
         |a: &crate::support::http::Answer| a.result()["structuredContent"]["budget_bytes"].as_u64();
-    let hint = "event-store-mcp/maxResponseBytes";
     let with_meta = |name: &str, size: u64, meta: Value| json!({"name": name, "arguments": {"size": size}, "_meta": meta});
 
     // Server: 90,000 bytes pass under 96 KiB, 100,000 do not.
@@ -291,58 +291,37 @@ async fn the_budget_is_the_smallest_of_server_tool_and_client() {
     assert_eq!(a.result()["isError"], Value::Null, "{a:?}");
 
     // An explicit hint, in the handshake era too, and over a known client's name.
-    let a = legacy(
-        &app,
-        "2025-11-25",
-        "tools/call",
-        with_meta("flood", 30_000, json!({ hint: 20_000 })),
-    )
-    .await;
-    assert_eq!(budget_of(&a), Some(20_000), "{a:?}");
+    assert_eq!(
+        budget_of(&hinted(&app, "flood", 30_000, json!(20_000)).await),
+        Some(20_000)
+    );
     let a = modern(
         &app,
         "tools/call",
-        with_meta("flood", 30_000, claude_code(json!({ hint: 20_000 }))),
+        with_meta("flood", 30_000, claude_code(json!({ HINT_META: 20_000 }))),
     )
     .await;
     assert_eq!(budget_of(&a), Some(20_000), "{a:?}");
-    // A hint larger than the server's budget does not raise it.
-    let a = legacy(
-        &app,
-        "2025-11-25",
-        "tools/call",
-        with_meta("flood", 100_000, json!({ hint: 1_000_000 })),
-    )
-    .await;
-    assert_eq!(budget_of(&a), Some(96 * 1024));
-    // The tool's own budget is smaller than a hint.
-    let a = legacy(
-        &app,
-        "2025-11-25",
-        "tools/call",
-        with_meta("tight", 9_000, json!({ hint: 20_000 })),
-    )
-    .await;
-    assert_eq!(budget_of(&a), Some(8 * 1024));
-    // A hint below 4 KiB is raised to 4 KiB.
-    let a = legacy(
-        &app,
-        "2025-11-25",
-        "tools/call",
-        with_meta("flood", 5_000, json!({ hint: 100 })),
-    )
-    .await;
-    assert_eq!(budget_of(&a), Some(4 * 1024));
-
-    for bad in [json!(0), json!(-1), json!("20000"), json!(1.5)] {
-        let a = legacy(
-            &app,
-            "2025-11-25",
-            "tools/call",
-            with_meta("flood", 10, json!({ hint: bad })),
-        )
-        .await;
-        let message = a.assert_error(200, -32602);
-        assert!(message.contains("positive integer"), "{message}");
+    // A hint larger than the server's budget does not raise it; the tool's own budget is
+    // smaller than a hint; a hint below 4 KiB is raised to 4 KiB.
+    for (tool, size, hint, budget) in [
+        ("flood", 100_000, 1_000_000, 96 * 1024),
+        ("tight", 9_000, 20_000, 8 * 1024),
+        ("flood", 5_000, 100, 4 * 1024),
+    ] {
+        let a = hinted(&app, tool, size, json!(hint)).await;
+        assert_eq!(budget_of(&a), Some(budget), "{tool} {hint}: {a:?}");
     }
+    for bad in [json!(0), json!(-1), json!("20000"), json!(1.5)] {
+        let message = hinted(&app, "flood", 10, bad.clone())
+            .await
+            .assert_error(200, -32602);
+        assert!(message.contains("positive integer"), "{bad}: {message}");
+    }
+}
+
+/// A handshake-era call of `tool` for `size` bytes with the budget hint `hint` in `_meta`.
+async fn hinted(app: &App, tool: &str, size: u64, hint: Value) -> crate::support::http::Answer {
+    let params = json!({"name": tool, "arguments": {"size": size}, "_meta": { HINT_META: hint }});
+    legacy(app, "2025-11-25", "tools/call", params).await
 }

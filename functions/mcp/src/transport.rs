@@ -99,13 +99,8 @@ const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
 /// RFC 9728 protected resource metadata, unauthenticated (clients read it to learn how
 /// to get a token). Served at the root form and the path-inserted form for the MCP path.
 fn metadata(app: &Inner, method: &Method) -> Response<Body> {
-    if method != Method::GET && method != Method::HEAD {
-        return Rejection::new(
-            StatusCode::METHOD_NOT_ALLOWED,
-            "Method not allowed: the protected resource metadata is read with GET",
-        )
-        .with_header(ALLOW, HeaderValue::from_static("GET"))
-        .into_response();
+    if let Some(refusal) = not_a_read(method, "the protected resource metadata") {
+        return refusal;
     }
     match app.auth.metadata() {
         Some(doc) => json_response(StatusCode::OK, doc),
@@ -117,19 +112,26 @@ fn metadata(app: &Inner, method: &Method) -> Response<Body> {
     }
 }
 
+/// The 405 for anything but GET (or HEAD) on a document that is only read.
+fn not_a_read(method: &Method, what: &str) -> Option<Response<Body>> {
+    (method != Method::GET && method != Method::HEAD).then(|| {
+        Rejection::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            format!("Method not allowed: {what} is read with GET"),
+        )
+        .with_header(ALLOW, HeaderValue::from_static("GET"))
+        .into_response()
+    })
+}
+
 /// Where OpenAI looks for an app's domain verification token.
 const APPS_CHALLENGE_PATH: &str = "/.well-known/openai-apps-challenge";
 
 /// The domain verification token, as plain text, unauthenticated (OpenAI reads it before
 /// any sign-in); nothing else is ever served on this path.
 fn apps_challenge(config: &Config, method: &Method) -> Response<Body> {
-    if method != Method::GET && method != Method::HEAD {
-        return Rejection::new(
-            StatusCode::METHOD_NOT_ALLOWED,
-            "Method not allowed: the verification token is read with GET",
-        )
-        .with_header(ALLOW, HeaderValue::from_static("GET"))
-        .into_response();
+    if let Some(refusal) = not_a_read(method, "the verification token") {
+        return refusal;
     }
     match &config.openai_apps_challenge {
         Some(token) => text_response(StatusCode::OK, token),

@@ -14,6 +14,7 @@ use tokio_postgres::{AsyncMessage, NoTls};
 
 use crate::support::auth::{app_serving, auth_config, keys, static_keys};
 use crate::support::db::{ADMIN, TestDb, call, fixture, ok, token, tool_error};
+use crate::support::http::{post_json, send};
 
 /// The fixture's events are all in November 2026.
 const NOVEMBER: (&str, &str) = ("2026-11-01T00:00:00Z", "2026-12-01T00:00:00Z");
@@ -244,6 +245,45 @@ async fn results_rank_by_relevance_then_recency_and_pages_follow_cursors() {
         let a = search_events(&app, "acme", args).await;
         let found = ok(&a);
         walked.extend(hit_ids(found));
+        cursor = found["next_cursor"].clone();
+        assert_eq!(found["truncated"], !cursor.is_null());
+        if cursor.is_null() {
+            break;
+        }
+    }
+    assert_eq!(walked, ids);
+
+    // A client that keeps 4 KiB gets pages cut at its budget rather than at the limit, and
+    // the cursors still walk the same list.
+    let bearer = format!("Bearer {}", token(Some("acme")));
+    let mut walked = Vec::new();
+    let mut cursor = Value::Null;
+    for page in 0.. {
+        assert!(page < 30, "the walk does not end");
+        let mut args =
+            json!({"query": "checkout", "since": NOVEMBER.0, "until": NOVEMBER.1, "limit": 50});
+        if !cursor.is_null() {
+            args["cursor"] = cursor.clone();
+        }
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "search_events", "arguments": args,
+            "_meta": { mcp_protocol::budget::HINT_META: 4096 }}});
+        let a = send(
+            &app,
+            post_json(
+                &body,
+                &[
+                    ("authorization", bearer.as_str()),
+                    ("mcp-protocol-version", "2025-11-25"),
+                ],
+            ),
+        )
+        .await;
+        assert!(a.raw.len() <= 4096, "{} bytes", a.raw.len());
+        let found = ok(&a);
+        let got = hit_ids(found);
+        assert!(!got.is_empty() && got.len() < 30, "{found}");
+        walked.extend(got);
         cursor = found["next_cursor"].clone();
         assert_eq!(found["truncated"], !cursor.is_null());
         if cursor.is_null() {

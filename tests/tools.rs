@@ -152,24 +152,34 @@ async fn tools_list_is_deterministic_and_annotated_read_only() {
     }
 }
 
+/// A tool whose text result is `unit` repeated to about `size` bytes (its one argument).
+fn sized_text(name: &str, unit: &'static str) -> ToolDef {
+    ToolDef::new(
+        name,
+        "Returns `size` bytes of text",
+        json!({"type": "object", "properties": {"size": {"type": "integer"}}, "required": ["size"]}),
+        move |args, _| async move {
+            let size = args["size"].as_u64().unwrap_or(0) as usize;
+            Ok(Outcome::Complete(CallToolResult::text(
+                unit.repeat(size / unit.len()),
+            )))
+        },
+    )
+}
+
 #[tokio::test]
 async fn results_over_the_response_budget_are_replaced_by_a_bounded_error() {
     let mut tools = Tools::new();
     tools
-        .register(ToolDef::new(
-            "flood",
-            "Returns `size` bytes of text",
-            json!({"type": "object", "properties": {"size": {"type": "integer"}}, "required": ["size"]}),
-            |args, _| async move {
-                let size = args["size"].as_u64().unwrap_or(0) as usize;
-                Ok(Outcome::Complete(CallToolResult::text("SECRET-ROW ".repeat(size / 11))))
-            },
-        ))
+        .register(sized_text("flood", "SECRET-ROW "))
         .unwrap()
         .register(
-            ToolDef::new("tight", "Budget of 1 KiB", json!({"type": "object"}), |_, _| async {
-                Ok(Outcome::Complete(CallToolResult::text("x".repeat(2000))))
-            })
+            ToolDef::new(
+                "tight",
+                "Budget of 1 KiB",
+                json!({"type": "object"}),
+                |_, _| async { Ok(Outcome::Complete(CallToolResult::text("x".repeat(2000)))) },
+            )
             .response_budget(1024),
         )
         .unwrap();
@@ -227,23 +237,9 @@ async fn results_over_the_response_budget_are_replaced_by_a_bounded_error() {
 async fn the_budget_is_the_smallest_of_server_tool_and_client() {
     let mut tools = Tools::new();
     tools
-        .register(ToolDef::new(
-            "flood",
-            "Returns `size` bytes of text",
-            json!({"type": "object", "properties": {"size": {"type": "integer"}}, "required": ["size"]}),
-            |args, _| async move {
-                let size = args["size"].as_u64().unwrap_or(0) as usize;
-                Ok(Outcome::Complete(CallToolResult::text("x".repeat(size))))
-            },
-        ))
+        .register(sized_text("flood", "x"))
         .unwrap()
-        .register(
-            ToolDef::new("tight", "Budget of 8 KiB", json!({"type": "object", "properties": {"size": {"type": "integer"}}}), |args, _| async move {
-                let size = args["size"].as_u64().unwrap_or(0) as usize;
-                Ok(Outcome::Complete(CallToolResult::text("x".repeat(size))))
-            })
-            .response_budget(8 * 1024),
-        )
+        .register(sized_text("tight", "x").response_budget(8 * 1024))
         .unwrap();
     // The server's default budget (96 KiB).
     let app = App::new(

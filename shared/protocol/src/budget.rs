@@ -79,7 +79,21 @@ pub struct Budget {
 }
 
 impl Budget {
-    /// The smaller of `self` and `other` (`self` on a tie: the server's rule is named first).
+    /// The budget of one call: the smallest of the server's, the body's own (a tool's
+    /// declared budget) and the client's; on a tie the one named first.
+    pub fn of_call(server: usize, own: Option<usize>, client: Option<Budget>) -> Budget {
+        Budget {
+            bytes: server,
+            source: BudgetSource::Server,
+        }
+        .min(own.map(|bytes| Budget {
+            bytes,
+            source: BudgetSource::Tool,
+        }))
+        .min(client)
+    }
+
+    /// The smaller of `self` and `other` (`self` on a tie).
     pub fn min(self, other: Option<Budget>) -> Budget {
         match other {
             Some(o) if o.bytes < self.bytes => o,
@@ -216,5 +230,9 @@ mod tests {
         assert_eq!(server.min(Some(client)), client);
         assert_eq!(client.min(Some(server)), client);
         assert_eq!(server.min(None), server);
+        assert_eq!(Budget::of_call(96 * 1024, None, Some(client)), client);
+        let tool = Budget::of_call(96 * 1024, Some(8 * 1024), Some(client));
+        assert_eq!((tool.bytes, tool.source), (8 * 1024, BudgetSource::Tool));
+        assert_eq!(Budget::of_call(96 * 1024, Some(200 * 1024), None), server);
     }
 }

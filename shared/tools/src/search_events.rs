@@ -110,14 +110,15 @@ pub(crate) struct Query {
     pub(crate) cursor: Option<String>,
 }
 
-/// One page of matches.
+/// One page of matches, and what a cursor after any of them is bound to.
 pub(crate) struct Hits {
     pub(crate) since: Timestamp,
     pub(crate) until: Timestamp,
     pub(crate) hits: Vec<Hit>,
     /// Another page exists.
     pub(crate) more: bool,
-    pub(crate) next_cursor: Option<String>,
+    tenant: String,
+    fingerprint: String,
 }
 
 pub(crate) struct Hit {
@@ -185,24 +186,25 @@ async fn run(store: Arc<Store>, args: Args, ctx: RequestContext) -> ToolResult {
     let room = ctx.response_budget.saturating_sub(PAGE_OVERHEAD_BYTES);
     let mut results = Vec::with_capacity(found.hits.len());
     let mut used = 0;
-    let mut more = found.more;
-    let mut next_cursor = found.next_cursor.clone();
-    for (i, hit) in found.hits.iter().enumerate() {
+    for hit in &found.hits {
         let item = hit.to_json();
         // The comma between items.
         let cost = structured_cost(&item) + 2;
         if used + cost > room {
-            // The page ends at the budget; the cursor continues after the last hit sent.
-            more = true;
-            next_cursor = match i.checked_sub(1).and_then(|last| found.hits.get(last)) {
-                Some(last) => Some(found.cursor_after(&store, &tenant(&ctx)?, &query, last)),
-                None => None,
-            };
             break;
         }
         used += cost;
         results.push(item);
     }
+    // The page ends at the row limit or at the budget; the cursor continues after the last
+    // hit sent.
+    let more = found.more || results.len() < found.hits.len();
+    let next_cursor = results
+        .len()
+        .checked_sub(1)
+        .and_then(|last| found.hits.get(last))
+        .filter(|_| more)
+        .map(|last| found.cursor_after(&store, last));
     let stats = CallStats {
         rows: Some(found.hits.len() as u64),
         truncated: more,
@@ -235,10 +237,10 @@ impl Query {
 
 impl Hits {
     /// The cursor of the page that continues after `last`.
-    fn cursor_after(&self, store: &Store, tenant: &str, query: &Query, last: &Hit) -> String {
+    fn cursor_after(&self, store: &Store, last: &Hit) -> String {
         store.cursor_key.sign(
-            tenant,
-            &query.fingerprint(),
+            &self.tenant,
+            &self.fingerprint,
             &After {
                 r: f64::from(last.rank),
                 at: last.occurred_at,
@@ -317,17 +319,14 @@ pub(crate) async fn search(
         .collect::<Result<Vec<_>, _>>()?;
     let more = hits.len() as i64 > limit;
     hits.truncate(limit as usize);
-    let mut found = Hits {
+    Ok(Hits {
         since,
         until,
         hits,
         more,
-        next_cursor: None,
-    };
-    if more && let Some(last) = found.hits.last() {
-        found.next_cursor = Some(found.cursor_after(store, &tenant, query, last));
-    }
-    Ok(found)
+        tenant,
+        fingerprint,
+    })
 }
 
 /// Refuses, before any database work, queries that cannot mean anything.

@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 use super::dispatch::parse_params;
 use super::{Answer, Server};
 use crate::admission::Admit;
-use crate::budget::{Budget, BudgetSource, client_budget};
+use crate::budget::{Budget, client_budget};
 use crate::context::RequestContext;
 use crate::error::RpcError;
 use crate::registry::{Owner, Tool};
@@ -106,15 +106,7 @@ impl Server {
         // The tool's own cap bounds the call even when the invocation has longer left.
         let cap = Instant::now() + tool.max_duration();
         ctx.deadline = Some(ctx.deadline.map_or(cap, |d| d.min(cap)));
-        let budget = Budget {
-            bytes: self.response_budget,
-            source: BudgetSource::Server,
-        }
-        .min(tool.response_budget().map(|bytes| Budget {
-            bytes,
-            source: BudgetSource::Tool,
-        }))
-        .min(client);
+        let budget = Budget::of_call(self.response_budget, tool.response_budget(), client);
         record.budget = Some(budget);
         let budget = budget.bytes;
         ctx.response_budget = budget;

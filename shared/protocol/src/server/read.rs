@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 use super::Server;
 use super::call::{TOOL_GRACE, body_error};
 use super::dispatch::{not_found, parse_params};
-use crate::budget::{Budget, BudgetSource, client_budget};
+use crate::budget::{Budget, client_budget};
 use crate::context::RequestContext;
 use crate::error::RpcError;
 use crate::method::Method;
@@ -74,12 +74,7 @@ impl Server {
         let cap = started + resource.max_duration();
         let deadline = ctx.deadline.map_or(cap, |d| d.min(cap));
         ctx.deadline = Some(deadline);
-        let budget = Budget {
-            bytes: self.response_budget,
-            source: BudgetSource::Server,
-        }
-        .min(client)
-        .bytes;
+        let budget = Budget::of_call(self.response_budget, None, client).bytes;
         ctx.response_budget = budget;
         tracing::info!(resource.uri = %uri, resource.name = resource.name(), caller = ctx.caller.log_id(), "resource read");
         let read = resource.read(request, ctx);

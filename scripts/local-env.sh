@@ -7,13 +7,24 @@
 # is the local PostgreSQL behind a TLS PgBouncer in transaction mode (scripts/pgbouncer).
 # shellcheck shell=bash
 
-# Makes sure PostgreSQL answers on 127.0.0.1:5432 (starting the machine's cluster if needed).
+# Makes sure PostgreSQL answers on 127.0.0.1:5432, starting the machine's cluster if it is down.
+# A cluster that is up but not yet accepting connections (starting, in crash recovery) is waited
+# for: `pg_ctlcluster start` exits 2 ("already running") for it, which is not a failure here.
 ensure_postgres() {
   pg_isready -q -h 127.0.0.1 -p 5432 && return 0
-  echo "[local-env] starting PostgreSQL" >&2
-  pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -1)" main start
-  for _ in $(seq 1 30); do pg_isready -q -h 127.0.0.1 -p 5432 && return 0; sleep 1; done
-  echo "[local-env] PostgreSQL is not answering on 127.0.0.1:5432" >&2
+  local version
+  version="$(ls /etc/postgresql | head -1)"
+  if pg_ctlcluster "$version" main status >/dev/null 2>&1; then
+    echo "[local-env] PostgreSQL is running but not accepting connections yet; waiting" >&2
+  else
+    echo "[local-env] starting PostgreSQL" >&2
+    pg_ctlcluster --skip-systemctl-redirect "$version" main start ||
+      echo "[local-env] pg_ctlcluster start exited $?; waiting for the cluster anyway" >&2
+  fi
+  for _ in $(seq 1 120); do pg_isready -q -h 127.0.0.1 -p 5432 && return 0; sleep 1; done
+  echo "[local-env] PostgreSQL is not answering on 127.0.0.1:5432:" >&2
+  pg_isready -h 127.0.0.1 -p 5432 >&2 || true
+  tail -n 20 "/var/log/postgresql/postgresql-$version-main.log" >&2 2>/dev/null || true
   return 1
 }
 

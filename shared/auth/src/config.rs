@@ -46,6 +46,10 @@ pub enum AudienceBinding {
     /// `token_use = access`. `client_id` must be one of these app clients, dedicated to this
     /// server (`AUTH_COGNITO_CLIENT_IDS`).
     CognitoClientIds(Vec<String>),
+    /// An OpenID Connect ID token for this client: `aud` must contain the client id exactly
+    /// and, when it names several audiences, `azp` must be the client id (OpenID Connect
+    /// Core 1.0 §3.1.3.7, items 3-5). The OAuth bridge verifies its upstream's ID tokens so.
+    ClientId(String),
 }
 
 /// Where verification keys come from.

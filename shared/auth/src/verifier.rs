@@ -1,6 +1,6 @@
 //! Turning a bearer token into a principal.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -10,7 +10,7 @@ use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::{Validation, decode, decode_header};
 use sha2::{Digest, Sha256};
 
-use crate::claims::{Claims, clean_identifier, scopes};
+use crate::claims::{Audience, Claims, clean_identifier, scopes};
 use crate::config::{AudienceBinding, AuthConfig};
 use crate::error::AuthError;
 use crate::json::has_unique_keys;
@@ -101,7 +101,7 @@ impl Verifier {
         if let Some(principal) = self.remembered(token, deadline).await {
             return Ok(principal);
         }
-        let verified = self.verify_fully(token, deadline).await?;
+        let (verified, _) = self.verify_fully(token, deadline).await?;
         let principal = verified.principal.clone();
         if let Ok(mut remembered) = self.verified.lock() {
             if remembered.len() >= REMEMBERED_TOKENS {
@@ -145,12 +145,32 @@ impl Verifier {
         remembered.get(token).map(|v| v.principal.clone())
     }
 
+    /// Verifies `token` like [`Verifier::verify`], every check and never from memory, and
+    /// returns the caller with the token's other claims (those the typed checks do not
+    /// consume: `nonce`, group and tenant claims). For one-time tokens such as an ID token,
+    /// whose claims the caller maps itself.
+    ///
+    /// # Errors
+    ///
+    /// Every reason a token is refused, as an [`AuthError`].
+    pub async fn verify_with_claims(
+        &self,
+        token: &str,
+        deadline: Option<Instant>,
+    ) -> Result<(Principal, BTreeMap<String, serde_json::Value>), AuthError> {
+        if token.len() > self.config.max_token_bytes {
+            return Err(AuthError::TooLarge);
+        }
+        let (verified, other) = self.verify_fully(token, deadline).await?;
+        Ok((verified.principal, other))
+    }
+
     /// Every check, from the token's bytes.
     async fn verify_fully(
         &self,
         token: &str,
         deadline: Option<Instant>,
-    ) -> Result<Verified, AuthError> {
+    ) -> Result<(Verified, BTreeMap<String, serde_json::Value>), AuthError> {
         let segments: Vec<&str> = token.split('.').collect();
         let [header_b64, payload_b64, _signature] = segments[..] else {
             return Err(AuthError::Malformed);
@@ -204,6 +224,9 @@ impl Verifier {
             AudienceBinding::CognitoClientIds(_) => {
                 validation.set_required_spec_claims(&["exp", "iss", "sub"])
             }
+            AudienceBinding::ClientId(_) => {
+                validation.set_required_spec_claims(&["exp", "iss", "sub", "aud"])
+            }
         }
         validation.set_issuer(&[&self.config.issuer]);
         // The audience is compared below as a canonical URI (scheme/host case-insensitive),
@@ -234,6 +257,21 @@ impl Verifier {
                     return Err(AuthError::WrongType);
                 }
                 if !claims.client_id.as_ref().is_some_and(|id| ids.contains(id)) {
+                    return Err(AuthError::WrongAudience);
+                }
+            }
+            AudienceBinding::ClientId(id) => {
+                let ours = match &claims.aud {
+                    Some(Audience::One(aud)) => aud == id,
+                    Some(Audience::Many(list)) => {
+                        list.contains(id)
+                            && (list.len() == 1
+                                || claims.other.get("azp").and_then(serde_json::Value::as_str)
+                                    == Some(id.as_str()))
+                    }
+                    None => false,
+                };
+                if !ours {
                     return Err(AuthError::WrongAudience);
                 }
             }
@@ -268,17 +306,19 @@ impl Verifier {
             ),
             None => self.config.default_tenant.clone(),
         };
-        Ok(Verified {
+        let principal = Principal {
+            subject,
+            tenant,
+            scopes: scopes(&claims),
+        };
+        let verified = Verified {
             kid: kid.to_owned(),
             key,
             exp: claims.exp,
             nbf,
-            principal: Principal {
-                subject,
-                tenant,
-                scopes: scopes(&claims),
-            },
-        })
+            principal,
+        };
+        Ok((verified, claims.other))
     }
 }
 

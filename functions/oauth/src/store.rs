@@ -1,0 +1,165 @@
+//! The bridge's only shared state, in DynamoDB (one table, key `pk`, TTL attribute
+//! `expires_at`): which codes have been redeemed and where each refresh token family stands.
+//! Every sandbox sees the same table, so single use holds across sandboxes; an in-process set
+//! would let a code be redeemed once per sandbox.
+//!
+//! - `code#<jti>`: written when a code is redeemed, on the condition that it is not there
+//!   yet. A second redemption fails the condition and revokes the family the first one
+//!   started (RFC 6749 §4.1.2, RFC 9700 §4.14: tokens issued from a replayed code should be
+//!   revoked).
+//! - `family#<id>`: the generation of the family's current refresh token. A rotation moves
+//!   it on conditionally; presenting an older generation means the token was copied, and
+//!   the whole family is revoked (RFC 9700 §4.14.2, refresh token rotation).
+
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::types::AttributeValue;
+
+use crate::error::BridgeError;
+
+pub(crate) struct Store {
+    client: Client,
+    table: String,
+}
+
+/// What a rotation found.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Rotation {
+    /// The presented generation was current; the family moved on to the next.
+    Rotated,
+    /// The family is revoked, unknown or past its generation: refuse.
+    Refused,
+}
+
+fn s(value: impl Into<String>) -> AttributeValue {
+    AttributeValue::S(value.into())
+}
+
+fn n(value: u64) -> AttributeValue {
+    AttributeValue::N(value.to_string())
+}
+
+fn unavailable<E: std::fmt::Debug>(what: &str) -> impl FnOnce(E) -> BridgeError + '_ {
+    move |e| BridgeError::unavailable(format!("dynamodb {what}: {e:?}"))
+}
+
+impl Store {
+    pub(crate) fn new(client: Client, table: String) -> Self {
+        Self { client, table }
+    }
+
+    /// Records the redemption of code `jti` for `family`. `Ok(false)`: the code was
+    /// redeemed before; the family that redemption started is now revoked.
+    pub(crate) async fn redeem_code(
+        &self,
+        jti: &str,
+        family: &str,
+        expires_at: u64,
+    ) -> Result<bool, BridgeError> {
+        let put = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .item("pk", s(format!("code#{jti}")))
+            .item("family", s(family))
+            .item("expires_at", n(expires_at))
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
+            .await;
+        match put {
+            Ok(_) => Ok(true),
+            Err(SdkError::ServiceError(e)) if e.err().is_conditional_check_failed_exception() => {
+                let first = self
+                    .client
+                    .get_item()
+                    .table_name(&self.table)
+                    .key("pk", s(format!("code#{jti}")))
+                    .consistent_read(true)
+                    .send()
+                    .await
+                    .map_err(unavailable("get code"))?;
+                if let Some(AttributeValue::S(first_family)) =
+                    first.item().and_then(|item| item.get("family"))
+                {
+                    self.revoke(first_family, expires_at).await?;
+                }
+                Ok(false)
+            }
+            Err(e) => Err(unavailable("put code")(e)),
+        }
+    }
+
+    /// Starts refresh token family `family` at generation 0, ending at `expires_at`.
+    pub(crate) async fn start_family(
+        &self,
+        family: &str,
+        expires_at: u64,
+    ) -> Result<(), BridgeError> {
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .item("pk", s(format!("family#{family}")))
+            .item("generation", n(0))
+            .item("expires_at", n(expires_at))
+            // A family revoked by a replay that raced ahead of this write stays revoked.
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
+            .await
+            .map_err(unavailable("put family"))?;
+        Ok(())
+    }
+
+    /// Moves `family` from `generation` to the next one, if `generation` is current and the
+    /// family is not revoked. An older generation revokes the family.
+    pub(crate) async fn rotate(
+        &self,
+        family: &str,
+        generation: u64,
+        expires_at: u64,
+    ) -> Result<Rotation, BridgeError> {
+        let update = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(format!("family#{family}")))
+            .update_expression("SET generation = :next")
+            .condition_expression(
+                "attribute_exists(pk) AND generation = :current AND attribute_not_exists(revoked)",
+            )
+            .expression_attribute_values(":current", n(generation))
+            .expression_attribute_values(":next", n(generation + 1))
+            .send()
+            .await;
+        match update {
+            Ok(_) => Ok(Rotation::Rotated),
+            Err(SdkError::ServiceError(e)) if e.err().is_conditional_check_failed_exception() => {
+                // Reuse of a rotated-out token, or a revoked family: either way, nobody
+                // refreshes in this family again.
+                self.revoke(family, expires_at).await?;
+                Ok(Rotation::Refused)
+            }
+            Err(e) => Err(unavailable("rotate family")(e)),
+        }
+    }
+
+    async fn revoke(&self, family: &str, expires_at: u64) -> Result<(), BridgeError> {
+        self.client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(format!("family#{family}")))
+            .update_expression("SET revoked = :yes, expires_at = if_not_exists(expires_at, :exp)")
+            .expression_attribute_values(":yes", AttributeValue::Bool(true))
+            .expression_attribute_values(":exp", n(expires_at))
+            .send()
+            .await
+            .map_err(unavailable("revoke family"))?;
+        tracing::warn!(family_hash = %short_hash(family), "refresh token family revoked");
+        Ok(())
+    }
+}
+
+/// A log-safe name for an identifier.
+pub(crate) fn short_hash(value: &str) -> String {
+    let digest = ring::digest::digest(&ring::digest::SHA256, value.as_bytes());
+    digest.as_ref()[..6].iter().map(|b| format!("{b:02x}")).collect()
+}

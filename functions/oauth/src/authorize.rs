@@ -182,11 +182,15 @@ fn check_request(
     }
     // RFC 8707: tokens from here are only for the MCP server.
     if let Some(resource) = params.get("resource")
-        && mcp_auth::canonical_resource(resource) != mcp_auth::canonical_resource(&bridge.config.resource)
+        && mcp_auth::canonical_resource(resource)
+            != mcp_auth::canonical_resource(&bridge.config.resource)
     {
         return Err(BridgeError::refused(
             "invalid_target",
-            format!("this server issues tokens for {} only", bridge.config.resource),
+            format!(
+                "this server issues tokens for {} only",
+                bridge.config.resource
+            ),
         ));
     }
     let offered = &bridge.config.scopes;
@@ -312,7 +316,10 @@ fn user_grant(
         .and_then(|name| claims.get(name))
         .and_then(Value::as_str)
         .filter(|t| !t.is_empty() && t.len() <= 256 && !t.chars().any(char::is_control));
-    let Some(tenant) = from_token.map(str::to_owned).or(config.default_tenant.clone()) else {
+    let Some(tenant) = from_token
+        .map(str::to_owned)
+        .or(config.default_tenant.clone())
+    else {
         return Err(BridgeError::refused(
             "access_denied",
             "your account is not assigned to a tenant; ask an administrator",

@@ -76,17 +76,25 @@ pub(crate) fn register(sealer: &Sealer, body: &[u8], now: u64) -> Result<Value, 
     if let Some(types) = &request.response_types
         && types.iter().any(|t| t != "code")
     {
-        return Err(invalid_metadata("only the response type \"code\" is offered"));
+        return Err(invalid_metadata(
+            "only the response type \"code\" is offered",
+        ));
     }
-    let name = request
-        .client_name
-        .map(|n| n.chars().filter(|c| !c.is_control()).take(MAX_NAME_LEN).collect());
+    let name = request.client_name.map(|n| {
+        n.chars()
+            .filter(|c| !c.is_control())
+            .take(MAX_NAME_LEN)
+            .collect()
+    });
     let registration = Registration {
         redirect_uris,
         name,
         issued_at: now,
     };
-    let client_id = format!("{DCR_PREFIX}{}", sealer.seal(Purpose::Client, &registration)?);
+    let client_id = format!(
+        "{DCR_PREFIX}{}",
+        sealer.seal(Purpose::Client, &registration)?
+    );
     // RFC 7591 §3.2.1: the server may replace requested values; a client asking for a
     // secret-based method gets `none`, the only method this server has (it issues no secrets).
     let _ = request.token_endpoint_auth_method;
@@ -209,8 +217,14 @@ mod tests {
             "https://claude.ai/api/mcp/auth_callback".to_owned(),
             "http://127.0.0.1:33418/callback".to_owned(),
         ];
-        assert!(redirect_uri_matches(&registered, "https://claude.ai/api/mcp/auth_callback"));
-        assert!(redirect_uri_matches(&registered, "http://127.0.0.1:40000/callback"));
+        assert!(redirect_uri_matches(
+            &registered,
+            "https://claude.ai/api/mcp/auth_callback"
+        ));
+        assert!(redirect_uri_matches(
+            &registered,
+            "http://127.0.0.1:40000/callback"
+        ));
         for bad in [
             "https://claude.ai/api/mcp/auth_callback/extra",
             "https://claude.ai/api/mcp/auth_callbac",

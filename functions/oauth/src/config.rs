@@ -109,8 +109,7 @@ impl Config {
             code: Duration::from_secs(60),
             sign_in: Duration::from_secs(600),
         };
-        if lifetimes.access_token.is_zero() || lifetimes.access_token > Duration::from_secs(3600)
-        {
+        if lifetimes.access_token.is_zero() || lifetimes.access_token > Duration::from_secs(3600) {
             bail!("OAUTH_ACCESS_TOKEN_TTL_SECS must be between 1 and 3600");
         }
         Ok(Self {

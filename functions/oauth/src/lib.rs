@@ -76,7 +76,10 @@ pub(crate) fn now() -> u64 {
 pub(crate) fn form(encoded: &str) -> Result<BTreeMap<String, String>, BridgeError> {
     let mut params = BTreeMap::new();
     for (name, value) in url::form_urlencoded::parse(encoded.as_bytes()) {
-        if params.insert(name.to_string(), value.into_owned()).is_some() {
+        if params
+            .insert(name.to_string(), value.into_owned())
+            .is_some()
+        {
             return Err(BridgeError::invalid_request(format!(
                 "parameter {} is given more than once",
                 clients::shown(&name)
@@ -270,7 +273,10 @@ fn deadline(req: &Request) -> Instant {
     let left = req
         .lambda_context_ref()
         .and_then(|ctx| {
-            let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).ok()?.as_millis() as u64;
+            let now_ms = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .ok()?
+                .as_millis() as u64;
             ctx.deadline.checked_sub(now_ms)
         })
         .map_or(Duration::from_secs(10), |ms| {

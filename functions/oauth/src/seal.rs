@@ -69,9 +69,15 @@ impl Sealer {
     }
 
     /// `value` sealed for `purpose`: base64url of nonce, ciphertext and tag.
-    pub(crate) fn seal<T: Serialize>(&self, purpose: Purpose, value: &T) -> Result<String, SealError> {
+    pub(crate) fn seal<T: Serialize>(
+        &self,
+        purpose: Purpose,
+        value: &T,
+    ) -> Result<String, SealError> {
         let mut nonce = [0u8; NONCE_LEN];
-        self.random.fill(&mut nonce).map_err(|_| SealError::Random)?;
+        self.random
+            .fill(&mut nonce)
+            .map_err(|_| SealError::Random)?;
         let mut data = serde_json::to_vec(value).map_err(|_| SealError::Random)?;
         self.key
             .seal_in_place_append_tag(
@@ -108,21 +114,25 @@ impl Sealer {
     /// `n` random bytes, base64url: identifiers, PKCE verifiers, nonces.
     pub(crate) fn random_token(&self, n: usize) -> Result<String, SealError> {
         let mut bytes = vec![0u8; n];
-        self.random.fill(&mut bytes).map_err(|_| SealError::Random)?;
+        self.random
+            .fill(&mut bytes)
+            .map_err(|_| SealError::Random)?;
         Ok(URL_SAFE_NO_PAD.encode(bytes))
     }
 }
 
 /// The PKCE S256 challenge of `verifier` (RFC 7636 §4.2).
 pub(crate) fn s256(verifier: &str) -> String {
-    URL_SAFE_NO_PAD.encode(ring::digest::digest(&ring::digest::SHA256, verifier.as_bytes()))
+    URL_SAFE_NO_PAD.encode(ring::digest::digest(
+        &ring::digest::SHA256,
+        verifier.as_bytes(),
+    ))
 }
 
 /// Equality that takes the same time wherever the inputs differ.
 pub(crate) fn same(a: &str, b: &str) -> bool {
     a.len() == b.len()
-        && a
-            .bytes()
+        && a.bytes()
             .zip(b.bytes())
             .fold(0u8, |acc, (x, y)| acc | (x ^ y))
             == 0
@@ -140,7 +150,10 @@ mod tests {
     fn opens_what_it_sealed_for_the_same_purpose_only() {
         let s = sealer();
         let sealed = s.seal(Purpose::Code, &vec!["a", "b"]).unwrap();
-        assert_eq!(s.open::<Vec<String>>(Purpose::Code, &sealed).unwrap(), ["a", "b"]);
+        assert_eq!(
+            s.open::<Vec<String>>(Purpose::Code, &sealed).unwrap(),
+            ["a", "b"]
+        );
         assert!(s.open::<Vec<String>>(Purpose::Refresh, &sealed).is_none());
         let other = Sealer::from_base64(&URL_SAFE_NO_PAD.encode([8u8; 32])).unwrap();
         assert!(other.open::<Vec<String>>(Purpose::Code, &sealed).is_none());
@@ -155,7 +168,10 @@ mod tests {
             let mut changed = bytes.clone();
             changed[i] ^= 1;
             let changed = URL_SAFE_NO_PAD.encode(changed);
-            assert!(s.open::<String>(Purpose::SignIn, &changed).is_none(), "byte {i}");
+            assert!(
+                s.open::<String>(Purpose::SignIn, &changed).is_none(),
+                "byte {i}"
+            );
         }
         assert!(s.open::<String>(Purpose::SignIn, "").is_none());
         assert!(s.open::<String>(Purpose::SignIn, "not base64!").is_none());

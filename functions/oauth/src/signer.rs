@@ -113,6 +113,9 @@ impl Signer {
         let signature = signed
             .signature()
             .ok_or_else(|| BridgeError::unavailable("kms Sign: no signature"))?;
-        Ok(format!("{input}.{}", URL_SAFE_NO_PAD.encode(signature.as_ref())))
+        Ok(format!(
+            "{input}.{}",
+            URL_SAFE_NO_PAD.encode(signature.as_ref())
+        ))
     }
 }

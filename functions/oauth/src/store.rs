@@ -161,5 +161,8 @@ impl Store {
 /// A log-safe name for an identifier.
 pub(crate) fn short_hash(value: &str) -> String {
     let digest = ring::digest::digest(&ring::digest::SHA256, value.as_bytes());
-    digest.as_ref()[..6].iter().map(|b| format!("{b:02x}")).collect()
+    digest.as_ref()[..6]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }

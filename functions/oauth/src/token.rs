@@ -56,7 +56,10 @@ pub(crate) async fn token(
     {
         return Err(BridgeError::refused(
             "invalid_target",
-            format!("this server issues tokens for {} only", bridge.config.resource),
+            format!(
+                "this server issues tokens for {} only",
+                bridge.config.resource
+            ),
         ));
     }
     match params.get("grant_type").map(String::as_str) {
@@ -89,7 +92,9 @@ async fn code_grant(
         .and_then(|c| bridge.sealer.open(Purpose::Code, c))
         .ok_or_else(invalid)?;
     if code.exp < now() {
-        return Err(BridgeError::invalid_grant("the authorization code has expired"));
+        return Err(BridgeError::invalid_grant(
+            "the authorization code has expired",
+        ));
     }
     if code.client_id != client_id {
         return Err(BridgeError::invalid_grant(
@@ -106,9 +111,9 @@ async fn code_grant(
             ));
         }
     }
-    let verifier = params.get("code_verifier").ok_or_else(|| {
-        BridgeError::invalid_request("code_verifier is required (PKCE)")
-    })?;
+    let verifier = params
+        .get("code_verifier")
+        .ok_or_else(|| BridgeError::invalid_request("code_verifier is required (PKCE)"))?;
     if !valid_verifier(verifier) || !same(&s256(verifier), &code.code_challenge) {
         return Err(BridgeError::invalid_grant("PKCE verification failed"));
     }
@@ -159,7 +164,11 @@ async fn refresh_grant(
     let scopes = match params.get("scope") {
         None => refresh.scopes.clone(),
         Some(asked) => {
-            let asked: Vec<String> = asked.split(' ').filter(|s| !s.is_empty()).map(str::to_owned).collect();
+            let asked: Vec<String> = asked
+                .split(' ')
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect();
             if asked.is_empty() || asked.iter().any(|s| !refresh.scopes.contains(s)) {
                 return Err(BridgeError::refused(
                     "invalid_scope",
@@ -190,7 +199,11 @@ async fn refresh_grant(
 
 /// The token response (RFC 6749 §5.1) for `refresh`'s user, with an access token for
 /// `scopes` and `refresh` itself, sealed, as the next refresh token.
-async fn issue(bridge: &Bridge, refresh: &Refresh, scopes: &[String]) -> Result<Value, BridgeError> {
+async fn issue(
+    bridge: &Bridge,
+    refresh: &Refresh,
+    scopes: &[String],
+) -> Result<Value, BridgeError> {
     let config = &bridge.config;
     let issued_at = now();
     let lifetime = config.lifetimes.access_token.as_secs();

@@ -161,7 +161,9 @@ impl Upstream {
             .await
             .map_err(|e| BridgeError::unavailable(format!("upstream discovery: {e}")))?;
         if body.len() > MAX_DISCOVERY_BYTES {
-            return Err(BridgeError::unavailable("upstream discovery document too large"));
+            return Err(BridgeError::unavailable(
+                "upstream discovery document too large",
+            ));
         }
         let discovery: Discovery = serde_json::from_slice(&body)
             .map_err(|e| BridgeError::unavailable(format!("upstream discovery: {e}")))?;

@@ -5,36 +5,16 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
-use mcp::App;
 use serde_json::{Value, json};
 
 use crate::support::auth::{
     ISSUER, JwksServer, Mode, RESOURCE, app, app_with, auth_config, claims, jwks, keys, now,
     static_keys,
 };
-use crate::support::http::{Answer, post, post_json, send};
+use crate::support::http::{Answer, call, post, post_json, send, with_token};
 
 fn tools_list() -> Value {
     json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
-}
-
-fn call(name: &str, args: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": name, "arguments": args}})
-}
-
-async fn with_token(app: &App, token: &str, body: &Value) -> Answer {
-    let bearer = format!("Bearer {token}");
-    send(
-        app,
-        post_json(
-            body,
-            &[
-                ("authorization", bearer.as_str()),
-                ("mcp-protocol-version", "2025-11-25"),
-            ],
-        ),
-    )
-    .await
 }
 
 fn tool_names(a: &Answer) -> Vec<String> {

@@ -4,58 +4,13 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
-use aws_sdk_dynamodb::types::{
-    AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
-};
 use mcp::{App, DynamoLimiter, LimitsConfig};
 use serde_json::{Value, json};
 
 use crate::support::auth::{claims, keys};
+use crate::support::aws::{dynamodb, table};
 use crate::support::db::{TestDb, app_recording_metrics, call, fixture, ok};
 use crate::support::http::Answer;
-
-fn dynamodb(endpoint: &str) -> aws_sdk_dynamodb::Client {
-    let config = aws_sdk_dynamodb::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .region(Region::new("us-east-1"))
-        .endpoint_url(endpoint)
-        .credentials_provider(Credentials::new("test", "test", None, None, "tests"))
-        .build();
-    aws_sdk_dynamodb::Client::from_conf(config)
-}
-
-/// A fresh table, as the template defines it (key `pk`, on demand), named uniquely so
-/// reruns against the same emulator start from zero.
-async fn table(client: &aws_sdk_dynamodb::Client, prefix: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    let name = format!("{prefix}-{nanos}");
-    client
-        .create_table()
-        .billing_mode(BillingMode::PayPerRequest)
-        .attribute_definitions(
-            AttributeDefinition::builder()
-                .attribute_name("pk")
-                .attribute_type(ScalarAttributeType::S)
-                .build()
-                .unwrap(),
-        )
-        .key_schema(
-            KeySchemaElement::builder()
-                .attribute_name("pk")
-                .key_type(KeyType::Hash)
-                .build()
-                .unwrap(),
-        )
-        .table_name(&name)
-        .send()
-        .await
-        .unwrap();
-    name
-}
 
 /// A day-long window: a test never straddles two windows unless it runs across midnight UTC.
 fn limits(table: &str) -> LimitsConfig {
@@ -113,7 +68,7 @@ fn last_metric(lines: &Metrics) -> Value {
 
 #[tokio::test]
 async fn limits_hold_across_sandboxes_per_tool_and_per_subject() {
-    let moto = crate::secrets::env().moto;
+    let moto = crate::support::aws::moto_url();
     let db = fixture().await;
     let client = dynamodb(&moto);
     let name = table(&client, "limits-shared").await;
@@ -181,7 +136,7 @@ async fn limits_hold_across_sandboxes_per_tool_and_per_subject() {
 
 #[tokio::test]
 async fn a_tenant_limit_counts_every_caller_of_the_tenant() {
-    let moto = crate::secrets::env().moto;
+    let moto = crate::support::aws::moto_url();
     let db = fixture().await;
     let client = dynamodb(&moto);
     let name = table(&client, "limits-tenant").await;

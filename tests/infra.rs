@@ -159,10 +159,6 @@ const MCP_DEFAULTS: &[(&str, &str)] = &[
     ("AUTH_ALGORITHMS", "default RS256, ES256, EdDSA"),
     ("AUTH_LEEWAY_SECS", "default 30 s"),
     ("AUTH_MAX_TOKEN_LIFETIME_SECS", "default 24 h"),
-    (
-        "AUTH_REQUIRE_AT_JWT",
-        "issuers differ on typ; enable per issuer",
-    ),
     ("AUTH_MAX_TOKEN_BYTES", "default 8 KiB"),
     ("AUTH_JWKS_TTL_SECS", "default 600 s"),
     ("AUTH_JWKS_REFRESH_MIN_INTERVAL_SECS", "default 60 s"),
@@ -326,14 +322,22 @@ fn both_functions_ship_the_ca_bundle_they_verify_the_database_with() {
 async fn every_route_reaches_the_handler_and_nothing_else_is_routed() {
     let t = template();
     let mut routes = BTreeSet::new();
+    let mut bridge_routes = BTreeSet::new();
     for (name, r) in t["Resources"].as_mapping().unwrap() {
         if r["Type"] == "AWS::ApiGatewayV2::Route" {
             let key = text(&r["Properties"]["RouteKey"]);
             let target = intrinsic(&r["Properties"]["Target"]).expect("a target");
-            assert_eq!(target.1, "integrations/${McpIntegration}", "{name:?}");
-            routes.insert(key);
+            match target.1.as_str() {
+                "integrations/${McpIntegration}" => routes.insert(key),
+                "integrations/${OAuthIntegration}" => {
+                    assert_eq!(text(&r["Condition"]), "UseOAuthBridge", "{name:?}");
+                    bridge_routes.insert(key)
+                }
+                other => panic!("{name:?} routes to {other}"),
+            };
         }
     }
+    bridge_routes_reach_the_bridge(&bridge_routes).await;
     let expected: BTreeSet<String> = [
         "POST /mcp",
         "GET /mcp",
@@ -377,6 +381,205 @@ async fn every_route_reaches_the_handler_and_nothing_else_is_routed() {
             );
         }
     }
+}
+
+/// The bridge's routes cover every path it serves, and each reaches its handler (AWS clients
+/// pointed at a closed port: only the JWKS needs KMS, and says 503).
+async fn bridge_routes_reach_the_bridge(routes: &BTreeSet<String>) {
+    let expected: BTreeSet<String> = [
+        "ANY /oauth/{proxy+}",
+        "ANY /.well-known/oauth-authorization-server",
+        "ANY /.well-known/openid-configuration",
+    ]
+    .into_iter()
+    .map(String::from)
+    .collect();
+    assert_eq!(routes, &expected);
+    let closed = "http://127.0.0.1:1";
+    let app = oauth::App::new(
+        bridge_config(),
+        oauth::Secrets {
+            sealing_key: "an-infra-test-sealing-secret-of-enough-length".into(),
+            upstream_client_secret: "unused".into(),
+        },
+        crate::support::aws::kms(closed),
+        crate::support::aws::dynamodb(closed),
+    )
+    .unwrap();
+    for (method, path, status) in [
+        ("GET", "/.well-known/oauth-authorization-server", 200),
+        ("GET", "/.well-known/openid-configuration", 200),
+        ("GET", oauth::AUTHORIZE_PATH, 400),
+        ("GET", oauth::CALLBACK_PATH, 400),
+        ("POST", oauth::TOKEN_PATH, 401),
+        ("POST", oauth::REGISTER_PATH, 400),
+        ("GET", oauth::JWKS_PATH, 503),
+    ] {
+        let routed = routes.iter().any(|key| {
+            let (_, pattern) = key.split_once(' ').unwrap();
+            match pattern.strip_suffix("{proxy+}") {
+                Some(prefix) => path.starts_with(prefix) && path.len() > prefix.len(),
+                None => pattern == path,
+            }
+        });
+        assert!(routed, "no route reaches {path}");
+        let req = http::Request::builder()
+            .method(method)
+            .uri(path)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(lambda_http::Body::Empty)
+            .unwrap();
+        let answer = app.handle(req).await;
+        assert_eq!(answer.status().as_u16(), status, "{method} {path}");
+    }
+}
+
+fn bridge_config() -> oauth::Config {
+    let env = |name: &str| {
+        let value = match name {
+            "OAUTH_ISSUER" => "https://mcp.example.com",
+            "MCP_RESOURCE_URL" => "https://mcp.example.com/mcp",
+            "UPSTREAM_ISSUER" => "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_x",
+            "UPSTREAM_CLIENT_ID" => "client",
+            "OAUTH_KMS_KEY_ID" => "key",
+            "OAUTH_TABLE" => "table",
+            "UPSTREAM_DEFAULT_TENANT" => "t",
+            _ => return None,
+        };
+        Some(value.to_owned())
+    };
+    oauth::Config::from_env(&mcp_env::Env::new(env)).unwrap()
+}
+
+/// What the deployed bridge leaves to its default, and why.
+const BRIDGE_DEFAULTS: &[(&str, &str)] = &[(
+    "OAUTH_KMS_PREVIOUS_KEY_IDS",
+    "set only during a signing key rotation (README)",
+)];
+
+#[test]
+fn the_bridge_gets_every_setting_it_reads_and_stays_out_of_the_vpc() {
+    let t = template();
+    let env = env_of(&t, "OAuthFunction");
+    let code = names_in_code(&["functions/oauth/src"]);
+    let docs = documented();
+    let defaults: BTreeMap<_, _> = BRIDGE_DEFAULTS.iter().copied().collect();
+    for name in &code {
+        assert!(
+            docs.contains(name),
+            "the bridge reads {name}, which the README does not document"
+        );
+        assert!(
+            env.contains_key(name) || defaults.contains_key(name.as_str()),
+            "the bridge reads {name}, which the template neither sets nor leaves to a listed default"
+        );
+    }
+    for name in env.keys() {
+        assert!(
+            code.contains(name) || name == "RUST_LOG",
+            "the template sets {name}, which the bridge never reads"
+        );
+        assert!(!defaults.contains_key(name.as_str()));
+    }
+    for (name, target) in [
+        ("OAUTH_SEALING_KEY_SECRET_ID", "OAuthSealingKeySecret"),
+        ("UPSTREAM_CLIENT_SECRET_ID", "UpstreamClientSecret"),
+        ("OAUTH_KMS_KEY_ID", "OAuthSigningKey"),
+        ("OAUTH_TABLE", "OAuthTable"),
+    ] {
+        assert_eq!(
+            intrinsic(&env[name]),
+            Some(("!Ref".into(), target.into())),
+            "{name}"
+        );
+    }
+    // The bridge issues tokens for the MCP URL the endpoint serves, and the endpoint trusts
+    // the bridge's issuer with the tenant claim the bridge writes.
+    let mcp = env_of(&t, "McpFunction");
+    assert_eq!(env["MCP_RESOURCE_URL"], mcp["MCP_RESOURCE_URL"]);
+    assert_eq!(mcp["AUTH_ISSUER"][1], env["OAUTH_ISSUER"]);
+    assert_eq!(text(&env["OAUTH_TENANT_CLAIM"]), "tenant_id");
+    assert_eq!(text(&mcp["AUTH_TENANT_CLAIM"][1]), "tenant_id");
+    let p = props(&t, "OAuthFunction");
+    assert!(
+        p.get("VpcConfig").is_none(),
+        "the bridge needs no VPC (and no NAT)"
+    );
+    assert_eq!(text(&p["CodeUri"]), "../target/lambda/oauth/bootstrap.zip");
+    assert!(read(".github/workflows/deploy.yml").contains("--bin oauth"));
+    // The signing key signs and nothing else, inside KMS.
+    let key = props(&t, "OAuthSigningKey");
+    assert_eq!(text(&key["KeySpec"]), "RSA_2048");
+    assert_eq!(text(&key["KeyUsage"]), "SIGN_VERIFY");
+    // The table: what the store writes expires by TTL; recoverable; encrypted with our key.
+    let table = props(&t, "OAuthTable");
+    assert_eq!(text(&table["BillingMode"]), "PAY_PER_REQUEST");
+    let ttl = text(&table["TimeToLiveSpecification"]["AttributeName"]);
+    assert!(read("functions/oauth/src/store.rs").contains(&format!("\"{ttl}\"")));
+    assert_eq!(
+        table["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"],
+        Value::from(true)
+    );
+    assert_eq!(table["SSESpecification"]["SSEEnabled"], Value::from(true));
+    // The role: its two secrets, Sign on its key, three item actions on its table.
+    let role = props(&t, "OAuthRole");
+    assert!(role.get("ManagedPolicyArns").is_none());
+    let mut grants: Vec<(String, String)> = Vec::new();
+    for policy in role["Policies"].as_sequence().unwrap() {
+        for s in policy["PolicyDocument"]["Statement"].as_sequence().unwrap() {
+            let actions: Vec<String> = match &s["Action"] {
+                Value::Sequence(a) => a.iter().map(text).collect(),
+                one => vec![text(one)],
+            };
+            let resources: Vec<String> = match &s["Resource"] {
+                Value::Sequence(r) => r.iter().map(|r| intrinsic(r).unwrap().1).collect(),
+                one => vec![intrinsic(one).map_or_else(|| text(one), |i| i.1)],
+            };
+            for a in &actions {
+                if a.starts_with("kms:") && a != "kms:Sign" && a != "kms:GetPublicKey" {
+                    assert!(
+                        s["Condition"]["StringEquals"]
+                            .get("kms:ViaService")
+                            .is_some(),
+                        "{a}"
+                    );
+                }
+                for r in &resources {
+                    grants.push((a.clone(), r.clone()));
+                }
+            }
+        }
+    }
+    let of = |action: &str| -> Vec<&str> {
+        grants
+            .iter()
+            .filter(|(a, _)| a == action)
+            .map(|(_, r)| r.as_str())
+            .collect()
+    };
+    assert_eq!(
+        of("secretsmanager:GetSecretValue"),
+        ["OAuthSealingKeySecret", "UpstreamClientSecret"]
+    );
+    assert_eq!(of("kms:Sign"), ["OAuthSigningKey.Arn"]);
+    for action in [
+        "dynamodb:PutItem",
+        "dynamodb:UpdateItem",
+        "dynamodb:GetItem",
+    ] {
+        assert_eq!(of(action), ["OAuthTable.Arn"], "{action}");
+    }
+    assert!(
+        grants
+            .iter()
+            .all(|(a, r)| r != "*" || a.starts_with("xray:Put")),
+        "{grants:?}"
+    );
+    assert!(
+        !grants
+            .iter()
+            .any(|(a, _)| a == "dynamodb:DeleteItem" || a == "dynamodb:Scan")
+    );
 }
 
 #[test]

@@ -18,6 +18,14 @@
 //   SIGNING_KEY_FILE  PEM private key the tokens are signed with (default ../signing-key.pem:
 //                     the public development key, so `devtoken` tokens verify with the same
 //                     JWKS and a pasted dev token keeps working)
+//
+// Upstream mode (UPSTREAM_CLIENT_ID set): the server stands in for Amazon Cognito behind the
+// OAuth bridge (functions/oauth). Like a Cognito user pool it offers no registration (neither
+// DCR nor client metadata documents) and no resource indicators; it knows one confidential
+// client, the bridge's, and puts the user's tenant and groups in the ID token as Cognito does
+// (`custom:tenant_id`, `cognito:groups`). MCP_RESOURCE_URL is not used.
+//   UPSTREAM_CLIENT_ID, UPSTREAM_CLIENT_SECRET  the bridge's client at this server
+//   UPSTREAM_REDIRECT_URI  the bridge's callback, the client's one redirect URI
 import { createPrivateKey, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -32,7 +40,12 @@ const issuer = `http://127.0.0.1:${port}`;
 const resource = process.env.MCP_RESOURCE_URL;
 const otherResource = process.env.OTHER_RESOURCE_URL ?? 'https://other-api.example/';
 const RESOURCES = [resource, otherResource];
-if (!resource) {
+const upstreamClient = process.env.UPSTREAM_CLIENT_ID;
+if (upstreamClient && !(process.env.UPSTREAM_CLIENT_SECRET && process.env.UPSTREAM_REDIRECT_URI)) {
+  console.error('upstream mode needs UPSTREAM_CLIENT_SECRET and UPSTREAM_REDIRECT_URI');
+  process.exit(2);
+}
+if (!resource && !upstreamClient) {
   console.error('MCP_RESOURCE_URL is required (the MCP URL tokens are issued for)');
   process.exit(2);
 }
@@ -42,10 +55,13 @@ if (!resource) {
 const RESOURCE_SCOPES = ['events:read'];
 
 // Development accounts, in two tenants. Public by design, like dev/signing-key.pem.
+// In upstream mode the groups decide the bridge's scopes (OAUTH_GROUP_SCOPES); carol is in
+// none, so the bridge refuses her.
 const ACCOUNTS = {
-  alice: { password: 'alice-password', tenant: 'tenant-a', name: 'Alice (tenant-a)' },
-  amir: { password: 'amir-password', tenant: 'tenant-a', name: 'Amir (tenant-a)' },
-  bob: { password: 'bob-password', tenant: 'tenant-b', name: 'Bob (tenant-b)' },
+  alice: { password: 'alice-password', tenant: 'tenant-a', name: 'Alice (tenant-a)', groups: ['readers'] },
+  amir: { password: 'amir-password', tenant: 'tenant-a', name: 'Amir (tenant-a)', groups: ['readers'] },
+  bob: { password: 'bob-password', tenant: 'tenant-b', name: 'Bob (tenant-b)', groups: ['readers'] },
+  carol: { password: 'carol-password', tenant: 'tenant-b', name: 'Carol (no group)', groups: [] },
 };
 
 // Clients whose registered client_name contains this marker get access tokens that live 5 s,
@@ -65,6 +81,44 @@ const signingKey = {
 const isLoopbackOrigin = (origin) => {
   const url = URL.parse(origin ?? '');
   return url !== null && ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
+};
+
+// What differs in upstream mode (see the top of this file).
+const upstreamOptions = {
+  clients: [
+    {
+      client_id: upstreamClient,
+      client_secret: process.env.UPSTREAM_CLIENT_SECRET,
+      client_name: 'OAuth bridge',
+      redirect_uris: [process.env.UPSTREAM_REDIRECT_URI],
+      grant_types: ['authorization_code'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'client_secret_basic',
+    },
+  ],
+  scopes: ['openid', 'email', 'profile'],
+  claims: { openid: ['sub', 'custom:tenant_id', 'cognito:groups'], email: ['email'], profile: ['name'] },
+  // Cognito's ID tokens carry the user's attributes and groups themselves.
+  conformIdTokenClaims: false,
+  async findAccount(_ctx, sub) {
+    const account = ACCOUNTS[sub];
+    if (!account) return undefined;
+    return {
+      accountId: sub,
+      claims: async () => ({
+        sub,
+        name: account.name,
+        email: `${sub}@example.com`,
+        'custom:tenant_id': account.tenant,
+        'cognito:groups': account.groups,
+      }),
+    };
+  },
+  features: {
+    devInteractions: { enabled: false },
+    registration: { enabled: false },
+    revocation: { enabled: false },
+  },
 };
 
 const provider = new Provider(issuer, {
@@ -107,7 +161,7 @@ const provider = new Provider(issuer, {
     if (!grant || decided) return grant;
     const rejected = new Set([
       ...grant.getRejectedOIDCScope().split(' '),
-      ...RESOURCES.flatMap((r) => grant.getRejectedResourceScope(r).split(' ')),
+      ...RESOURCES.filter(Boolean).flatMap((r) => grant.getRejectedResourceScope(r).split(' ')),
     ]);
     const asked = String(ctx.oidc.params.scope ?? '').split(' ');
     return asked.some((s) => s && rejected.has(s)) ? undefined : grant;
@@ -166,6 +220,7 @@ const provider = new Provider(issuer, {
     ctx.type = 'html';
     ctx.body = page('Sign-in error', `<p class="error">${escape(out.error)}: ${escape(out.error_description ?? '')}</p>`);
   },
+  ...(upstreamClient ? upstreamOptions : {}),
 });
 
 // RFC 8414 §3: clients that follow MCP 2025-06-18 look only here; oidc-provider serves the
@@ -322,5 +377,5 @@ const server = createServer(async (req, res) => {
   }
 });
 server.listen(port, '127.0.0.1', () => {
-  console.log(JSON.stringify({ msg: 'authorization server ready', issuer, resource }));
+  console.log(JSON.stringify({ msg: 'authorization server ready', issuer, resource, upstream_mode: Boolean(upstreamClient) }));
 });

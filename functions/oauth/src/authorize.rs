@@ -366,7 +366,7 @@ mod tests {
 
     fn sealer(byte: u8) -> Sealer {
         use base64::Engine as _;
-        Sealer::from_base64(&base64::engine::general_purpose::STANDARD.encode([byte; 32])).unwrap()
+        Sealer::from_secret(&base64::engine::general_purpose::STANDARD.encode([byte; 32])).unwrap()
     }
 
     fn sign_in(exp: u64) -> SignIn {

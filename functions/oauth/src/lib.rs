@@ -58,7 +58,8 @@ pub(crate) struct Bridge {
 
 /// The secrets the bridge needs, read at cold start.
 pub struct Secrets {
-    /// 32 random bytes, base64: the key of every sealed value.
+    /// At least 32 characters of random text, from which the key of every sealed value is
+    /// derived.
     pub sealing_key: String,
     /// The bridge's client secret at the upstream issuer.
     pub upstream_client_secret: String,
@@ -94,14 +95,14 @@ impl App {
     ///
     /// # Errors
     ///
-    /// When the sealing key is not 32 bytes of base64.
+    /// When the sealing key secret is shorter than 32 characters.
     pub fn new(
         config: Config,
         secrets: Secrets,
         kms: aws_sdk_kms::Client,
         dynamodb: aws_sdk_dynamodb::Client,
     ) -> anyhow::Result<Self> {
-        let sealer = seal::Sealer::from_base64(&secrets.sealing_key)?;
+        let sealer = seal::Sealer::from_secret(&secrets.sealing_key)?;
         let upstream = upstream::Upstream::new(
             config.upstream.clone(),
             secrets.upstream_client_secret,

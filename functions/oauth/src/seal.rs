@@ -38,30 +38,40 @@ pub(crate) struct Sealer {
     random: SystemRandom,
 }
 
+/// Shortest sealing secret taken: 32 characters of random text is well past 128 bits.
+const MIN_SECRET_CHARS: usize = 32;
+
 /// Longest sealed value opened: nothing the bridge seals is near this.
 const MAX_SEALED: usize = 8 * 1024;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SealError {
-    #[error("the sealing key must be 32 bytes, base64 encoded")]
+    #[error("the sealing key secret must be at least 32 characters of random text")]
     BadKey,
     #[error("randomness unavailable")]
     Random,
 }
 
 impl Sealer {
-    /// A sealer from the base64 (standard or URL-safe) encoding of 32 random bytes.
+    /// A sealer whose key is derived (HKDF-SHA256, RFC 5869) from `secret`: any text of at
+    /// least 32 characters, such as the 64 random characters Secrets Manager generates for
+    /// the template's secret. Deriving, rather than decoding bytes, accepts what a secret
+    /// generator makes, and a purpose label keeps this key apart from any other use of it.
     ///
     /// # Errors
     ///
-    /// [`SealError::BadKey`] unless the value decodes to exactly 32 bytes.
-    pub(crate) fn from_base64(encoded: &str) -> Result<Self, SealError> {
-        let encoded = encoded.trim();
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(encoded)
-            .or_else(|_| URL_SAFE_NO_PAD.decode(encoded.trim_end_matches('=')))
+    /// [`SealError::BadKey`] for a secret shorter than 32 characters.
+    pub(crate) fn from_secret(secret: &str) -> Result<Self, SealError> {
+        let secret = secret.trim();
+        if secret.chars().count() < MIN_SECRET_CHARS {
+            return Err(SealError::BadKey);
+        }
+        let prk = ring::hkdf::Salt::new(ring::hkdf::HKDF_SHA256, b"mcp-oauth-bridge")
+            .extract(secret.as_bytes());
+        let okm = prk
+            .expand(&[b"mcp-oauth-bridge/sealing-key/v1"], &AES_256_GCM)
             .map_err(|_| SealError::BadKey)?;
-        let key = UnboundKey::new(&AES_256_GCM, &bytes).map_err(|_| SealError::BadKey)?;
+        let key = UnboundKey::from(okm);
         Ok(Self {
             key: LessSafeKey::new(key),
             random: SystemRandom::new(),
@@ -143,7 +153,7 @@ mod tests {
     use super::*;
 
     fn sealer() -> Sealer {
-        Sealer::from_base64(&URL_SAFE_NO_PAD.encode([7u8; 32])).unwrap()
+        Sealer::from_secret(&URL_SAFE_NO_PAD.encode([7u8; 32])).unwrap()
     }
 
     #[test]
@@ -155,7 +165,7 @@ mod tests {
             ["a", "b"]
         );
         assert!(s.open::<Vec<String>>(Purpose::Refresh, &sealed).is_none());
-        let other = Sealer::from_base64(&URL_SAFE_NO_PAD.encode([8u8; 32])).unwrap();
+        let other = Sealer::from_secret(&URL_SAFE_NO_PAD.encode([8u8; 32])).unwrap();
         assert!(other.open::<Vec<String>>(Purpose::Code, &sealed).is_none());
     }
 
@@ -179,8 +189,8 @@ mod tests {
 
     #[test]
     fn keys_must_be_32_bytes() {
-        assert!(Sealer::from_base64(&URL_SAFE_NO_PAD.encode([1u8; 16])).is_err());
-        assert!(Sealer::from_base64("").is_err());
+        assert!(Sealer::from_secret(&"x".repeat(31)).is_err());
+        assert!(Sealer::from_secret("").is_err());
     }
 
     #[test]

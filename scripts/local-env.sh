@@ -170,6 +170,9 @@ bridge_env() {
     --env-var "UPSTREAM_TENANT_CLAIM=custom:tenant_id"
     --env-var "OAUTH_GROUP_SCOPES=readers=events:read"
     --env-var "OAUTH_ACCESS_TOKEN_TTL_SECS=${OAUTH_ACCESS_TOKEN_TTL_SECS:-600}"
+    # Client metadata documents published on https://127.0.0.1 by the tests, whose
+    # certificate comes from this throwaway CA (the bridge refuses this setting off loopback).
+    ${BRIDGE_CIMD_CA_FILE:+--env-var "OAUTH_CIMD_CA_FILE=$BRIDGE_CIMD_CA_FILE"}
     --env-var "AWS_ENDPOINT_URL_KMS=$aws_url"
     --env-var "AWS_ENDPOINT_URL_DYNAMODB=$aws_url"
     --env-var "AWS_ENDPOINT_URL_SECRETS_MANAGER=$aws_url"

@@ -452,10 +452,17 @@ fn bridge_config() -> oauth::Config {
 }
 
 /// What the deployed bridge leaves to its default, and why.
-const BRIDGE_DEFAULTS: &[(&str, &str)] = &[(
-    "OAUTH_KMS_PREVIOUS_KEY_IDS",
-    "set only during a signing key rotation (README)",
-)];
+const BRIDGE_DEFAULTS: &[(&str, &str)] = &[
+    (
+        "OAUTH_KMS_PREVIOUS_KEY_IDS",
+        "set only during a signing key rotation (README)",
+    ),
+    ("OAUTH_CIMD_TIMEOUT_MS", "default 3 s"),
+    (
+        "OAUTH_CIMD_CA_FILE",
+        "local runs only: the bridge refuses it unless its issuer is on loopback",
+    ),
+];
 
 #[test]
 fn the_bridge_gets_every_setting_it_reads_and_stays_out_of_the_vpc() {

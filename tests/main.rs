@@ -9,6 +9,7 @@
 mod auth;
 mod bounds;
 mod bridge;
+mod bridge_cimd;
 mod doctor;
 mod events;
 mod faults;

@@ -2,22 +2,29 @@
 
 The served `mcp` function trusts the bridge; the bridge signs users in at an upstream issuer
 that offers no registration (dev/oauth/server.mjs in upstream mode, standing in for Cognito).
-The SDK finds the bridge from the endpoint's 401, registers there (DCR), and the user signs in
-on the upstream's real login and consent pages, over HTTP. Checked: the SDK's RFC 9207 `iss`
+The SDK finds the bridge from the endpoint's 401, registers there (DCR) or names its Client ID
+Metadata Document (served here over https on 127.0.0.1 with a certificate from a throwaway CA
+the bridge is told to trust), and the user signs in on the upstream's real login and consent
+pages, over HTTP. Checked: the SDK's RFC 9207 `iss`
 is the bridge; the access token is the bridge's (typ at+jwt, aud the MCP URL, the user's
 tenant from the upstream ID token); tools answer with that tenant's rows only, for two users
 of two tenants; the 5 s token is refreshed by the SDK without the user; a user in no group is
 refused at the bridge; a replayed code is refused and revokes the refresh token it issued.
 
-Usage: AS_ISSUER=<bridge issuer> MCP_URL=... PG_DATABASE=... python bridge_py.py
+Usage: AS_ISSUER=<bridge issuer> MCP_URL=... PG_DATABASE=... CIMD_LEAF_CERT=... CIMD_LEAF_KEY=...
+       python bridge_py.py
 """
 
 import asyncio
 import base64
 import hashlib
 import json
+import os
 import secrets
+import ssl
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlencode, urlparse
 
 import httpx2
@@ -35,8 +42,42 @@ def header_of(token: str) -> dict:
     return json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
 
 
-async def connect(user: str, tenant: str, wait_for_refresh: bool) -> Storage:
-    """The SDK's whole chain as `user`; the tools see `tenant` only."""
+def serve_document() -> tuple[str, list[int]]:
+    """A client metadata document on https://127.0.0.1 (the bridge fetches it); its URL and a
+    count of the fetches."""
+    fetched = [0]
+    server = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
+    url = f"https://127.0.0.1:{server.server_address[1]}/python-client.json"
+    document = json.dumps({
+        "client_id": url, "client_name": "python mcp by its metadata document",
+        "redirect_uris": [REDIRECT_URI], "grant_types": ["authorization_code", "refresh_token"],
+        "response_types": ["code"], "token_endpoint_auth_method": "none",
+    }).encode()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 (the http.server API)
+            fetched[0] += 1
+            status = 200 if self.path == "/python-client.json" else 404
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(document)))
+            self.end_headers()
+            self.wfile.write(document)
+
+        def log_message(self, *_):
+            pass
+
+    server.RequestHandlerClass = Handler
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(os.environ["CIMD_LEAF_CERT"], os.environ["CIMD_LEAF_KEY"])
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return url, fetched
+
+
+async def connect(user: str, tenant: str, wait_for_refresh: bool, document: str | None = None) -> Storage:
+    """The SDK's whole chain as `user` (registering, or by its metadata document at
+    `document`); the tools see `tenant` only."""
     storage = Storage()
     redirects: list[str] = []
 
@@ -48,6 +89,8 @@ async def connect(user: str, tenant: str, wait_for_refresh: bool) -> Storage:
         assert url.startswith(f"{ISSUER}/oauth/authorize?"), url
         query = parse_qs(urlparse(url).query)
         assert query["code_challenge_method"] == ["S256"] and query["resource"] == [MCP_URL], query
+        if document:
+            assert query["client_id"] == [document], query
         result = await sign_in(url, user)
         assert result["steps"] == ["login", "consent"], result
         assert result["iss"] == ISSUER, result
@@ -66,6 +109,7 @@ async def connect(user: str, tenant: str, wait_for_refresh: bool) -> Storage:
         storage=storage,
         redirect_handler=redirect_handler,
         callback_handler=callback_handler,
+        client_metadata_url=document,
     )
     async with create_mcp_http_client(auth=provider) as http:
         async with Client(streamable_http_client(MCP_URL, http_client=http), mode="auto") as client:
@@ -79,7 +123,12 @@ async def connect(user: str, tenant: str, wait_for_refresh: bool) -> Storage:
             claims = claims_of(first.access_token)
             assert claims["iss"] == ISSUER and claims["aud"] == MCP_URL, claims
             assert claims["tenant_id"] == tenant and claims["sub"] == user and claims["scope"] == "events:read", claims
-            assert storage.client_info.client_id.startswith("dcr.") and not storage.client_info.client_secret
+            if document:
+                assert storage.client_info.client_id == document, storage.client_info
+            else:
+                assert storage.client_info.client_id.startswith("dcr."), storage.client_info
+            assert not storage.client_info.client_secret
+            assert claims["client_id"] == storage.client_info.client_id, claims
             if wait_for_refresh:
                 while time.time() < claims["exp"] + 1:
                     await asyncio.sleep(0.2)
@@ -87,7 +136,8 @@ async def connect(user: str, tenant: str, wait_for_refresh: bool) -> Storage:
                 assert storage.tokens.access_token != first.access_token, "not refreshed"
                 assert storage.tokens.refresh_token != first.refresh_token, "refresh token not rotated"
                 assert len(redirects) == 1, "refreshed without the user"
-    print(f"{user}: DCR at the bridge, sign-in at the upstream, {n} events of {tenant} only"
+    how = "its metadata document" if document else "DCR at the bridge"
+    print(f"{user}: {how}, sign-in at the upstream, {n} events of {tenant} only"
           + (", token refreshed by the SDK" if wait_for_refresh else ""))
     return storage
 
@@ -144,6 +194,9 @@ async def replayed_code() -> None:
 async def main() -> None:
     await connect("amir", "tenant-a", wait_for_refresh=True)
     await connect("bob", "tenant-b", wait_for_refresh=False)
+    document, fetched = serve_document()
+    await connect("alice", "tenant-a", wait_for_refresh=False, document=document)
+    assert fetched[0] == 1, f"the bridge fetched the document {fetched[0]} times"
     await refused_without_a_group()
     await replayed_code()
 

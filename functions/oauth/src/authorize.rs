@@ -79,12 +79,9 @@ pub(crate) async fn authorize(bridge: &Bridge, query: &str) -> Response<Body> {
     let Some(client_id) = params.get("client_id") else {
         return wire::page(&BridgeError::invalid_request("client_id is required"));
     };
-    let Some(client) = clients::resolve(&bridge.sealer, client_id) else {
-        return wire::page(&BridgeError::refused(
-            "invalid_client",
-            "this application is not registered here (or its registration is from another \
-             deployment); it should register again",
-        ));
+    let client = match clients::client(&bridge.sealer, &bridge.documents, client_id).await {
+        Ok(client) => client,
+        Err(e) => return wire::page(&e),
     };
     let (redirect_uri, given) = match params.get("redirect_uri") {
         Some(uri) if clients::redirect_uri_matches(&client.redirect_uris, uri) => {

@@ -1,4 +1,5 @@
-//! Clients: Dynamic Client Registration (RFC 7591) without a store. A registered client's
+//! Clients: Dynamic Client Registration (RFC 7591) without a store (clients whose `client_id`
+//! is a metadata document URL are `cimd.rs`'s). A registered client's
 //! `client_id` is its own registration, sealed (`seal.rs`), so any sandbox can read it back
 //! and nothing is written. Only public clients (`token_endpoint_auth_method: none`) are
 //! registered: MCP clients are, and PKCE is what binds a code to its client.
@@ -13,7 +14,7 @@ use crate::seal::{Purpose, Sealer};
 /// Marks a `client_id` this bridge issued by registration.
 const DCR_PREFIX: &str = "dcr.";
 /// Bounds of a registration: it travels inside every `client_id`.
-const MAX_REDIRECT_URIS: usize = 8;
+pub(crate) const MAX_REDIRECT_URIS: usize = 8;
 const MAX_URI_LEN: usize = 512;
 const MAX_NAME_LEN: usize = 200;
 
@@ -113,6 +114,24 @@ pub(crate) fn register(sealer: &Sealer, body: &[u8], now: u64) -> Result<Value, 
         response["scope"] = json!(scope);
     }
     Ok(response)
+}
+
+/// The client `client_id` names: its metadata document (fetched), or its registration here.
+pub(crate) async fn client(
+    sealer: &Sealer,
+    documents: &crate::cimd::Documents,
+    client_id: &str,
+) -> Result<Registration, BridgeError> {
+    if crate::cimd::is_document_url(client_id) {
+        return documents.resolve(client_id).await;
+    }
+    resolve(sealer, client_id).ok_or_else(|| {
+        BridgeError::refused(
+            "invalid_client",
+            "this application is not registered here (or its registration is from another \
+             deployment); it should register again",
+        )
+    })
 }
 
 /// The registration behind `client_id`, or `None` for a client this bridge does not know.

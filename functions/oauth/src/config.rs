@@ -39,6 +39,20 @@ pub struct Config {
     /// DynamoDB table for single-use codes and refresh token families (`OAUTH_TABLE`).
     pub table: String,
     pub lifetimes: Lifetimes,
+    pub cimd: CimdConfig,
+}
+
+/// How client metadata documents are fetched (`cimd.rs`).
+#[derive(Debug, Clone)]
+pub struct CimdConfig {
+    /// Whether documents may be fetched from loopback addresses: only when the bridge itself
+    /// runs on loopback (`OAUTH_ISSUER` on 127.0.0.1 or localhost: tests and local runs).
+    pub allow_loopback: bool,
+    /// Bound of one fetch, redirects included (`OAUTH_CIMD_TIMEOUT_MS`, default 3000).
+    pub timeout: Duration,
+    /// A PEM root certificate trusted besides the public ones (`OAUTH_CIMD_CA_FILE`): local
+    /// runs only, where the tests publish documents on https://127.0.0.1.
+    pub extra_root_pem: Option<Vec<u8>>,
 }
 
 /// The upstream OpenID Connect issuer users sign in with (Cognito, or any other).
@@ -112,6 +126,24 @@ impl Config {
         if lifetimes.access_token.is_zero() || lifetimes.access_token > Duration::from_secs(3600) {
             bail!("OAUTH_ACCESS_TOKEN_TTL_SECS must be between 1 and 3600");
         }
+        let local = mcp_auth::is_loopback_url(&issuer);
+        let cimd = CimdConfig {
+            allow_loopback: local,
+            timeout: env.millis("OAUTH_CIMD_TIMEOUT_MS", Duration::from_millis(3000))?,
+            extra_root_pem: match env.text("OAUTH_CIMD_CA_FILE") {
+                None => None,
+                Some(_) if !local => {
+                    bail!("OAUTH_CIMD_CA_FILE is for local runs only (OAUTH_ISSUER on loopback)")
+                }
+                Some(path) => Some(
+                    std::fs::read(&path)
+                        .with_context(|| format!("OAUTH_CIMD_CA_FILE: cannot read {path}"))?,
+                ),
+            },
+        };
+        if cimd.timeout.is_zero() || cimd.timeout > Duration::from_secs(10) {
+            bail!("OAUTH_CIMD_TIMEOUT_MS must be between 1 and 10000");
+        }
         Ok(Self {
             issuer,
             resource,
@@ -136,6 +168,7 @@ impl Config {
             signing_keys,
             table: required("OAUTH_TABLE")?,
             lifetimes,
+            cimd,
         })
     }
 

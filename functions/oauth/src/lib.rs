@@ -9,6 +9,7 @@
 //! KMS (`signer.rs`). `main.rs` wires [`App::handle`] to the runtime; tests drive it directly.
 
 mod authorize;
+mod cimd;
 mod clients;
 pub mod config;
 mod error;
@@ -54,6 +55,7 @@ pub(crate) struct Bridge {
     pub(crate) upstream: upstream::Upstream,
     pub(crate) signer: signer::Signer,
     pub(crate) store: store::Store,
+    pub(crate) documents: cimd::Documents,
 }
 
 /// The secrets the bridge needs, read at cold start.
@@ -95,7 +97,8 @@ impl App {
     ///
     /// # Errors
     ///
-    /// When the sealing key secret is shorter than 32 characters.
+    /// When the sealing key secret is shorter than 32 characters, or the extra root
+    /// certificate for metadata documents does not parse.
     pub fn new(
         config: Config,
         secrets: Secrets,
@@ -110,6 +113,7 @@ impl App {
         );
         let signer = signer::Signer::new(kms, config.signing_keys.clone());
         let store = store::Store::new(dynamodb, config.table.clone());
+        let documents = cimd::Documents::new(&config.cimd)?;
         Ok(Self {
             inner: Arc::new(Bridge {
                 config,
@@ -117,6 +121,7 @@ impl App {
                 upstream,
                 signer,
                 store,
+                documents,
             }),
         })
     }
@@ -320,8 +325,8 @@ fn metadata(config: &Config) -> serde_json::Value {
         "code_challenge_methods_supported": ["S256"],
         // RFC 9207: every authorization response names this issuer.
         "authorization_response_iss_parameter_supported": true,
-        // Client ID Metadata Documents are not offered yet: clients register (RFC 7591).
-        "client_id_metadata_document_supported": false,
+        // Clients may register (RFC 7591) or name their metadata document (`cimd.rs`).
+        "client_id_metadata_document_supported": true,
     })
 }
 

@@ -188,7 +188,7 @@ mod tests {
     }
 
     #[test]
-    fn keys_must_be_32_bytes() {
+    fn sealing_secrets_must_be_32_characters_or_more() {
         assert!(Sealer::from_secret(&"x".repeat(31)).is_err());
         assert!(Sealer::from_secret("").is_err());
     }

@@ -44,7 +44,14 @@ pub(crate) async fn token(
             "client_id is required (this server's clients are public: no secret)",
         )
     })?;
-    if clients::resolve(&bridge.sealer, client_id).is_none() {
+    // A metadata document is not fetched again here: the code or refresh token is sealed
+    // for this very client_id, and PKCE binds the code to whoever started the sign-in.
+    let known = if crate::cimd::is_document_url(client_id) {
+        crate::cimd::valid_client_id(client_id, bridge.config.cimd.allow_loopback)
+    } else {
+        clients::resolve(&bridge.sealer, client_id).is_some()
+    };
+    if !known {
         return Err(BridgeError::refused(
             "invalid_client",
             "this application is not registered here; it should register again",

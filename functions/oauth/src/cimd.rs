@@ -1,0 +1,455 @@
+//! Client ID Metadata Documents (draft-ietf-oauth-client-id-metadata-document; MCP
+//! authorization 2025-11-25 §Client ID Metadata Documents, preferred since 2026-07-28): a
+//! client whose `client_id` is an https URL registers nowhere. The bridge fetches the JSON
+//! document at that URL, which must name the same `client_id` and lists the redirect URIs.
+//!
+//! Fetching a URL a stranger chose is a server-side request forgery risk, so the fetch is
+//! bounded in every way the bridge controls: https only; every address the host resolves to
+//! (or an IP literal) must be public (no private, loopback, link-local, CGNAT or documentation
+//! ranges; loopback only when the bridge itself runs on loopback, i.e. tests and local runs);
+//! at most two redirects, each checked the same way; a few seconds; 5 KiB (the draft's own
+//! suggestion). A fetched document is kept for a few minutes per sandbox: it is public data,
+//! the same for every sandbox, so nothing needs sharing through the table.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+use url::{Host, Url};
+
+use crate::clients::{MAX_REDIRECT_URIS, Registration, check_redirect_uri, shown};
+use crate::config::CimdConfig;
+use crate::error::BridgeError;
+
+/// Largest document read (the draft suggests 5 kilobytes).
+const MAX_BYTES: usize = 5 * 1024;
+/// Redirects followed, each to an https URL on a public address.
+const MAX_REDIRECTS: usize = 2;
+/// How long a fetched document is used before it is fetched again.
+const CACHE_TTL: Duration = Duration::from_secs(300);
+/// Documents kept per sandbox.
+const CACHE_ENTRIES: usize = 256;
+const MAX_URL_LEN: usize = 512;
+
+/// Whether `client_id` names a metadata document (rather than a DCR registration).
+pub(crate) fn is_document_url(client_id: &str) -> bool {
+    client_id.starts_with("https://") || client_id.starts_with("http://")
+}
+
+pub(crate) struct Documents {
+    http: reqwest::Client,
+    allow_loopback: bool,
+    cache: Mutex<HashMap<String, (Instant, Registration)>>,
+}
+
+fn refused(description: String) -> BridgeError {
+    BridgeError::refused("invalid_client", description)
+}
+
+impl Documents {
+    pub(crate) fn new(config: &CimdConfig) -> anyhow::Result<Self> {
+        let allow_loopback = config.allow_loopback;
+        let mut builder = reqwest::Client::builder()
+            .timeout(config.timeout)
+            .connect_timeout(config.timeout)
+            .https_only(true)
+            .dns_resolver(Arc::new(PublicOnly { allow_loopback }))
+            .redirect(reqwest::redirect::Policy::custom(move |attempt| {
+                if attempt.previous().len() > MAX_REDIRECTS {
+                    attempt.error("too many redirects")
+                } else if let Err(why) = check_url(attempt.url(), allow_loopback) {
+                    attempt.error(why)
+                } else {
+                    attempt.follow()
+                }
+            }));
+        if let Some(pem) = &config.extra_root_pem {
+            builder = builder.add_root_certificate(reqwest::Certificate::from_pem(pem)?);
+        }
+        Ok(Self {
+            http: builder.build()?,
+            allow_loopback,
+            cache: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The client whose `client_id` is `url`, from its document (fetched, or kept from a
+    /// fetch less than [`CACHE_TTL`] ago).
+    pub(crate) async fn resolve(&self, url: &str) -> Result<Registration, BridgeError> {
+        if let Some(found) = self.cached(url) {
+            return Ok(found);
+        }
+        let parsed = parse_client_id(url, self.allow_loopback).map_err(|why| {
+            refused(format!(
+                "the client_id {} is not a valid client metadata document URL: {why}",
+                shown(url)
+            ))
+        })?;
+        let registration = self.fetch(parsed, url).await?;
+        self.keep(url, &registration);
+        Ok(registration)
+    }
+
+    fn cached(&self, url: &str) -> Option<Registration> {
+        let cache = self.cache.lock().ok()?;
+        let (at, registration) = cache.get(url)?;
+        (at.elapsed() < CACHE_TTL).then(|| registration.clone())
+    }
+
+    fn keep(&self, url: &str, registration: &Registration) {
+        let Ok(mut cache) = self.cache.lock() else {
+            return;
+        };
+        if cache.len() >= CACHE_ENTRIES {
+            cache.retain(|_, (at, _)| at.elapsed() < CACHE_TTL);
+        }
+        if cache.len() >= CACHE_ENTRIES
+            && let Some(oldest) = cache
+                .iter()
+                .min_by_key(|(_, (at, _))| *at)
+                .map(|(k, _)| k.clone())
+        {
+            cache.remove(&oldest);
+        }
+        cache.insert(url.to_owned(), (Instant::now(), registration.clone()));
+    }
+
+    async fn fetch(&self, url: Url, client_id: &str) -> Result<Registration, BridgeError> {
+        let unreachable = |why: String| {
+            refused(format!(
+                "the client's metadata document at {} could not be fetched: {why}",
+                shown(client_id)
+            ))
+        };
+        let mut response = self
+            .http
+            .get(url)
+            .header(http::header::ACCEPT, "application/json")
+            .send()
+            .await
+            .map_err(|e| unreachable(describe(&e)))?;
+        if !response.status().is_success() {
+            return Err(unreachable(format!("HTTP {}", response.status().as_u16())));
+        }
+        if response
+            .content_length()
+            .is_some_and(|n| n > MAX_BYTES as u64)
+        {
+            return Err(unreachable(format!("larger than {MAX_BYTES} bytes")));
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|e| unreachable(describe(&e)))?
+        {
+            body.extend_from_slice(&chunk);
+            if body.len() > MAX_BYTES {
+                return Err(unreachable(format!("larger than {MAX_BYTES} bytes")));
+            }
+        }
+        registration_from(&body, client_id)
+    }
+}
+
+/// Why a fetch failed, in words safe to show (never an address the client cannot see).
+fn describe(e: &reqwest::Error) -> String {
+    let mut source: Option<&dyn std::error::Error> = Some(e);
+    while let Some(cause) = source {
+        if cause.to_string().contains(NO_PUBLIC_ADDRESS) {
+            return format!("the host {NO_PUBLIC_ADDRESS}");
+        }
+        source = cause.source();
+    }
+    if e.is_timeout() {
+        "it took too long".into()
+    } else if e.is_redirect() {
+        "it redirected too often, or to a URL that is not https on a public address".into()
+    } else if e.is_connect() {
+        "no connection (refused, or TLS failed)".into()
+    } else {
+        "the request failed".into()
+    }
+}
+
+/// What [`PublicOnly`] answers for a name without a public address.
+const NO_PUBLIC_ADDRESS: &str = "resolves to no public address";
+
+#[derive(Deserialize)]
+struct Document {
+    client_id: Option<String>,
+    redirect_uris: Option<Vec<String>>,
+    client_name: Option<String>,
+    token_endpoint_auth_method: Option<String>,
+    client_secret: Option<serde_json::Value>,
+}
+
+/// The registration a document describes, if it is one the bridge can serve.
+fn registration_from(body: &[u8], client_id: &str) -> Result<Registration, BridgeError> {
+    let doc: Document = serde_json::from_slice(body)
+        .map_err(|_| refused("the client's metadata document is not a JSON object".into()))?;
+    // The draft §4.1: the document's client_id must equal the URL it came from, exactly.
+    if doc.client_id.as_deref() != Some(client_id) {
+        return Err(refused(
+            "the client's metadata document names another client_id than its own URL".into(),
+        ));
+    }
+    // Public clients only, as with DCR: a document cannot carry a shared secret (draft §4.1).
+    if doc.client_secret.is_some() {
+        return Err(refused(
+            "a client metadata document must not carry a client_secret".into(),
+        ));
+    }
+    match doc.token_endpoint_auth_method.as_deref() {
+        None | Some("none") => {}
+        Some(other) => {
+            return Err(refused(format!(
+                "token_endpoint_auth_method {} is not offered; this server's clients are public (none)",
+                shown(other)
+            )));
+        }
+    }
+    let redirect_uris = doc
+        .redirect_uris
+        .filter(|u| !u.is_empty())
+        .ok_or_else(|| refused("the client's metadata document lists no redirect_uris".into()))?;
+    if redirect_uris.len() > MAX_REDIRECT_URIS {
+        return Err(refused(format!(
+            "the client's metadata document lists more than {MAX_REDIRECT_URIS} redirect_uris"
+        )));
+    }
+    for uri in &redirect_uris {
+        check_redirect_uri(uri).map_err(|why| {
+            refused(format!(
+                "the client's metadata document lists a redirect URI this server refuses ({why}): {}",
+                shown(uri)
+            ))
+        })?;
+    }
+    Ok(Registration {
+        redirect_uris,
+        name: doc
+            .client_name
+            .map(|n| n.chars().filter(|c| !c.is_control()).take(200).collect()),
+        issued_at: 0,
+    })
+}
+
+/// Whether `client_id` is a URL a metadata document may be fetched from.
+pub(crate) fn valid_client_id(client_id: &str, allow_loopback: bool) -> bool {
+    parse_client_id(client_id, allow_loopback).is_ok()
+}
+
+/// A `client_id` URL as the draft §3 allows it: https, a host, a path, no fragment, no user
+/// information, no dot segments, no query; and (for an IP literal) a public address.
+fn parse_client_id(client_id: &str, allow_loopback: bool) -> Result<Url, &'static str> {
+    if client_id.len() > MAX_URL_LEN {
+        return Err("longer than 512 characters");
+    }
+    let url = Url::parse(client_id).map_err(|_| "not a URL")?;
+    if client_id.contains('#') {
+        return Err("it has a fragment");
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err("it carries user information");
+    }
+    if url.query().is_some() {
+        return Err("it has a query");
+    }
+    let path = client_id
+        .split_once("://")
+        .and_then(|(_, rest)| rest.find('/').map(|i| &rest[i..]))
+        .unwrap_or("");
+    if path.len() < 2 {
+        return Err("it has no path");
+    }
+    if path.split('/').any(|s| s == "." || s == "..") {
+        return Err("it has dot segments");
+    }
+    check_url(&url, allow_loopback)?;
+    Ok(url)
+}
+
+/// https with a host, and no IP literal outside the public address space. (Names are
+/// checked when they resolve: see [`PublicOnly`].)
+fn check_url(url: &Url, allow_loopback: bool) -> Result<(), &'static str> {
+    if url.scheme() != "https" {
+        return Err("not https");
+    }
+    let ip = match url.host() {
+        None => return Err("no host"),
+        Some(Host::Domain(_)) => return Ok(()),
+        Some(Host::Ipv4(ip)) => IpAddr::V4(ip),
+        Some(Host::Ipv6(ip)) => IpAddr::V6(ip),
+    };
+    if allowed(ip, allow_loopback) {
+        Ok(())
+    } else {
+        Err("not a public address")
+    }
+}
+
+/// Resolves names to their public addresses only; a name with none fails to resolve, so the
+/// fetch never connects to a private, loopback or link-local address (AWS's instance
+/// metadata at 169.254.169.254 included), however the name was chosen or redirected to.
+struct PublicOnly {
+    allow_loopback: bool,
+}
+
+impl reqwest::dns::Resolve for PublicOnly {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let allow_loopback = self.allow_loopback;
+        Box::pin(async move {
+            let addrs: Vec<SocketAddr> = tokio::net::lookup_host((name.as_str(), 0))
+                .await?
+                .filter(|a| allowed(a.ip(), allow_loopback))
+                .collect();
+            if addrs.is_empty() {
+                return Err(NO_PUBLIC_ADDRESS.into());
+            }
+            Ok(Box::new(addrs.into_iter()) as reqwest::dns::Addrs)
+        })
+    }
+}
+
+/// Whether the bridge may connect to `ip`: a globally routable unicast address, or loopback
+/// when allowed.
+pub(crate) fn allowed(ip: IpAddr, allow_loopback: bool) -> bool {
+    if ip.is_loopback() {
+        return allow_loopback;
+    }
+    match ip {
+        IpAddr::V4(v4) => public_v4(v4),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => public_v4(v4),
+            None => public_v6(v6),
+        },
+    }
+}
+
+fn public_v4(ip: Ipv4Addr) -> bool {
+    let [a, b, c, _] = ip.octets();
+    !(ip.is_private()
+        || ip.is_loopback()
+        || ip.is_link_local()
+        || ip.is_unspecified()
+        || ip.is_broadcast()
+        || ip.is_multicast()
+        || ip.is_documentation()
+        || a == 0
+        || a >= 240
+        // Shared address space (RFC 6598, carrier-grade NAT).
+        || (a == 100 && (64..128).contains(&b))
+        // IETF protocol assignments (RFC 6890) and benchmarking (RFC 2544).
+        || (a == 192 && b == 0 && c == 0)
+        || (a == 198 && (18..20).contains(&b)))
+}
+
+fn public_v6(ip: Ipv6Addr) -> bool {
+    let first = ip.segments()[0];
+    !(ip.is_unspecified()
+        || ip.is_loopback()
+        || ip.is_multicast()
+        // Unique local (fc00::/7) and link-local (fe80::/10).
+        || (first & 0xfe00) == 0xfc00
+        || (first & 0xffc0) == 0xfe80
+        // Documentation (2001:db8::/32) and NAT64 (64:ff9b::/96, which reaches IPv4 ranges).
+        || (first == 0x2001 && ip.segments()[1] == 0x0db8)
+        || (first == 0x0064 && ip.segments()[1] == 0xff9b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_public_addresses_are_fetched_from() {
+        for public in [
+            "93.184.215.14",
+            "1.1.1.1",
+            "2606:4700::1111",
+            "::ffff:1.1.1.1",
+        ] {
+            assert!(allowed(public.parse().unwrap(), false), "{public}");
+        }
+        for private in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "0.0.0.0",
+            "255.255.255.255",
+            "224.0.0.1",
+            "192.0.2.1",
+            "198.18.0.1",
+            "::1",
+            "::",
+            "fd00::1",
+            "fe80::1",
+            "::ffff:127.0.0.1",
+            "::ffff:169.254.169.254",
+            "64:ff9b::a9fe:a9fe",
+            "2001:db8::1",
+        ] {
+            assert!(!allowed(private.parse().unwrap(), false), "{private}");
+        }
+        assert!(allowed("127.0.0.1".parse().unwrap(), true));
+        assert!(!allowed("10.0.0.1".parse().unwrap(), true));
+    }
+
+    #[test]
+    fn client_id_urls_follow_the_draft() {
+        assert!(parse_client_id("https://app.example.com/oauth/client.json", false).is_ok());
+        for (bad, why) in [
+            ("http://app.example.com/client.json", "not https"),
+            ("https://app.example.com", "it has no path"),
+            ("https://app.example.com/", "it has no path"),
+            ("https://app.example.com/a#b", "it has a fragment"),
+            (
+                "https://u:p@app.example.com/a",
+                "it carries user information",
+            ),
+            ("https://app.example.com/a?b=c", "it has a query"),
+            ("https://app.example.com/a/../b", "it has dot segments"),
+            ("https://app.example.com/./b", "it has dot segments"),
+            (
+                "https://10.0.0.1/client.json",
+                "an address that is not public",
+            ),
+            ("https://[::1]/client.json", "not a public address"),
+            (
+                "https://169.254.169.254/latest/meta-data",
+                "an address that is not public",
+            ),
+        ] {
+            assert_eq!(parse_client_id(bad, false).err(), Some(why), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_document_must_name_itself_and_be_public() {
+        let id = "https://app.example.com/client.json";
+        let doc = |extra: &str| {
+            format!(
+                r#"{{"client_id":"{id}","redirect_uris":["https://app.example.com/cb"]{extra}}}"#
+            )
+        };
+        assert!(registration_from(doc("").as_bytes(), id).is_ok());
+        assert!(registration_from(doc(r#","client_name":"App""#).as_bytes(), id).is_ok());
+        for bad in [
+            doc(r#","client_secret":"s""#),
+            doc(r#","token_endpoint_auth_method":"client_secret_basic""#),
+            r#"{"client_id":"https://other.example.com/client.json","redirect_uris":["https://a.example/cb"]}"#.to_owned(),
+            format!(r#"{{"client_id":"{id}","redirect_uris":["javascript:alert(1)"]}}"#),
+            format!(r#"{{"client_id":"{id}","redirect_uris":[]}}"#),
+            format!(r#"{{"client_id":"{id}"}}"#),
+            "[]".to_owned(),
+        ] {
+            assert!(registration_from(bad.as_bytes(), id).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,212 @@
+//! Client ID Metadata Documents at the OAuth bridge: a client whose `client_id` is an https
+//! URL, its document served over real TLS on loopback (a throwaway certificate the bridge is
+//! told to trust, as in a local run). What a stranger's URL may make the bridge fetch is the
+//! point: the document's own `client_id`, size, time, redirects and address are each a test.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::json;
+use tokio::net::TcpListener;
+
+use crate::support::bridge::{Harness, REDIRECT, jwt_part};
+use crate::support::site::{self, Reply, certificate};
+
+/// A loopback https site of client metadata documents, counting the requests per path.
+struct Site {
+    base: String,
+    hits: Arc<Mutex<HashMap<String, usize>>>,
+}
+
+impl Site {
+    async fn start() -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let base = format!("https://127.0.0.1:{port}");
+        let hits: Arc<Mutex<HashMap<String, usize>>> = Arc::default();
+        let (b, h) = (base.clone(), hits.clone());
+        site::serve_requests_tls(listener, move |req| {
+            *h.lock().unwrap().entry(req.path.clone()).or_default() += 1;
+            let base = b.clone();
+            async move {
+                let doc = |id: &str| {
+                    json!({"client_id": id, "client_name": "Document client",
+                           "redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none"})
+                    .to_string()
+                };
+                let to = |location: String| Reply {
+                    status: 302,
+                    headers: vec![("location", location)],
+                    body: String::new(),
+                };
+                Some(match req.path.as_str() {
+                    "/client.json" => Reply::json(200, doc(&format!("{base}/client.json"))),
+                    "/impostor.json" => {
+                        Reply::json(200, doc("https://claude.ai/oauth/client.json"))
+                    }
+                    "/big.json" => {
+                        let mut d: serde_json::Value =
+                            serde_json::from_str(&doc(&format!("{base}/big.json"))).unwrap();
+                        d["client_name"] = json!("x".repeat(6 * 1024));
+                        Reply::json(200, d.to_string())
+                    }
+                    "/slow.json" => {
+                        tokio::time::sleep(Duration::from_secs(10)).await;
+                        Reply::json(200, doc(&format!("{base}/slow.json")))
+                    }
+                    "/secret.json" => {
+                        let mut d: serde_json::Value =
+                            serde_json::from_str(&doc(&format!("{base}/secret.json"))).unwrap();
+                        d["client_secret"] = json!("shared");
+                        Reply::json(200, d.to_string())
+                    }
+                    "/missing.json" => Reply::json(404, "{}"),
+                    // One redirect is followed; the document names the URL the client used.
+                    "/moved.json" => to(format!("{base}/moved-here.json")),
+                    "/moved-here.json" => Reply::json(200, doc(&format!("{base}/moved.json"))),
+                    "/hop1.json" => to(format!("{base}/hop2.json")),
+                    "/hop2.json" => to(format!("{base}/hop3.json")),
+                    "/hop3.json" => to(format!("{base}/hop4.json")),
+                    "/hop4.json" => Reply::json(200, doc(&format!("{base}/hop1.json"))),
+                    "/to-http.json" => to(format!("{}/client.json", base.replace("https", "http"))),
+                    "/to-metadata.json" => to("https://169.254.169.254/latest/meta-data/".into()),
+                    _ => Reply::json(404, "{}"),
+                })
+            }
+        });
+        Self { base, hits }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    fn hits(&self, path: &str) -> usize {
+        self.hits.lock().unwrap().get(path).copied().unwrap_or(0)
+    }
+}
+
+/// The bridge as a local run configures it: loopback documents allowed, the site's
+/// certificate trusted, a short fetch bound.
+async fn local_bridge() -> Harness {
+    Harness::with(|c| {
+        c.cimd.allow_loopback = true;
+        c.cimd.extra_root_pem = Some(certificate().0.clone());
+        c.cimd.timeout = Duration::from_millis(700);
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_client_named_by_its_document_signs_in_without_registering() {
+    let site = Site::start().await;
+    let h = local_bridge().await;
+    let metadata = h
+        .get("/.well-known/oauth-authorization-server", &[])
+        .await
+        .json();
+    assert_eq!(metadata["client_id_metadata_document_supported"], true);
+    let client_id = site.url("/client.json");
+    let code = h.code(&client_id).await;
+    let seen = h.redeem(&client_id, &code).await;
+    assert_eq!(seen.status, 200, "{seen:?}");
+    let access = seen.json()["access_token"].as_str().unwrap().to_owned();
+    assert_eq!(jwt_part(&access, 1)["client_id"], client_id.as_str());
+    // The document was fetched once: the second sign-in used the kept copy.
+    h.code(&client_id).await;
+    assert_eq!(site.hits("/client.json"), 1);
+    // A redirect URI the document does not list: shown, not redirected.
+    let seen = h
+        .authorize(
+            &client_id,
+            &[("redirect_uri", Some("http://127.0.0.1:1/elsewhere"))],
+        )
+        .await;
+    seen.assert_page("invalid_request", "unlisted redirect URI");
+    // One redirect is followed when the document names the URL the client used.
+    let moved = site.url("/moved.json");
+    assert_eq!(h.authorize(&moved, &[]).await.status, 302);
+}
+
+#[tokio::test]
+async fn documents_that_are_not_the_clients_own_or_out_of_bounds_are_refused() {
+    let site = Site::start().await;
+    let h = local_bridge().await;
+    for (path, why, case) in [
+        (
+            "/impostor.json",
+            "names another client_id",
+            "client_id of another URL",
+        ),
+        ("/big.json", "larger than 5120 bytes", "over 5 KiB"),
+        ("/slow.json", "took too long", "slower than the bound"),
+        (
+            "/secret.json",
+            "must not carry a client_secret",
+            "a client secret",
+        ),
+        ("/missing.json", "HTTP 404", "404"),
+        ("/hop1.json", "redirected too often", "three redirects"),
+        ("/to-http.json", "not https", "a redirect to http"),
+        (
+            "/to-metadata.json",
+            "public address",
+            "a redirect to the instance metadata address",
+        ),
+    ] {
+        let seen = h.authorize(&site.url(path), &[]).await;
+        seen.assert_page("invalid_client", case);
+        assert!(seen.body.contains(why), "{case}: {}", seen.body);
+    }
+    // Redirects stop at the second: the fourth hop is never asked for.
+    assert_eq!(site.hits("/hop4.json"), 0);
+    // Not https, or not a URL the draft allows: refused before any fetch.
+    for (client_id, case) in [
+        (site.url("/client.json").replace("https", "http"), "http"),
+        (site.url("/client.json#x"), "fragment"),
+        (site.url("/client.json?x=1"), "query"),
+        (site.url("/a/../client.json"), "dot segments"),
+        (site.base.clone(), "no path"),
+    ] {
+        let seen = h.authorize(&client_id, &[]).await;
+        seen.assert_page("invalid_client", case);
+    }
+    assert_eq!(site.hits("/client.json"), 0);
+}
+
+#[tokio::test]
+async fn a_deployed_bridge_fetches_from_public_addresses_only() {
+    // As deployed (the issuer is not loopback): loopback is private like any other range.
+    let site = Site::start().await;
+    let h = Harness::with(|c| c.cimd.extra_root_pem = Some(certificate().0.clone())).await;
+    let port = site.base.rsplit(':').next().unwrap().to_owned();
+    for (client_id, case) in [
+        (site.url("/client.json"), "a loopback IP literal"),
+        (
+            format!("https://localhost:{port}/client.json"),
+            "a name resolving to loopback",
+        ),
+        (
+            "https://169.254.169.254/latest/meta-data".to_owned(),
+            "instance metadata",
+        ),
+        (
+            "https://10.0.0.1/client.json".to_owned(),
+            "a private address",
+        ),
+        (
+            "https://[fd00::1]/client.json".to_owned(),
+            "a unique local address",
+        ),
+    ] {
+        let seen = h.authorize(&client_id, &[]).await;
+        seen.assert_page("invalid_client", case);
+        assert!(
+            seen.body.contains("public address"),
+            "{case}: {}",
+            seen.body
+        );
+    }
+    assert_eq!(site.hits("/client.json"), 0, "nothing reached the site");
+}

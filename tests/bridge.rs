@@ -169,6 +169,11 @@ async fn registration_refuses_redirect_uris_that_could_leak_a_code() {
     }
     let seen = h.register(&json!({"client_name": "x"})).await;
     seen.assert_error(400, "invalid_redirect_uri", "missing");
+    let long: Vec<String> = (0..8)
+        .map(|i| format!("https://app.example.com/{i}/{}", "p".repeat(400)))
+        .collect();
+    let seen = h.register(&json!({"redirect_uris": long})).await;
+    seen.assert_error(400, "invalid_client_metadata", "registration too large");
     let seen = h
         .register(&json!({"redirect_uris": [REDIRECT], "grant_types": ["client_credentials"]}))
         .await;

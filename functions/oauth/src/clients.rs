@@ -17,6 +17,7 @@ const DCR_PREFIX: &str = "dcr.";
 pub(crate) const MAX_REDIRECT_URIS: usize = 8;
 const MAX_URI_LEN: usize = 512;
 const MAX_NAME_LEN: usize = 200;
+const MAX_REGISTRATION_BYTES: usize = 1536;
 
 /// What the bridge knows of a client.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -92,6 +93,14 @@ pub(crate) fn register(sealer: &Sealer, body: &[u8], now: u64) -> Result<Value, 
         name,
         issued_at: now,
     };
+    // The registration travels in the client_id, and the client_id in every sealed sign-in
+    // state and code: bounded so those stay short enough for a URL at the upstream.
+    if !serde_json::to_vec(&registration).is_ok_and(|r| r.len() <= MAX_REGISTRATION_BYTES) {
+        return Err(invalid_metadata(format!(
+            "the registration is too large (its redirect URIs and name together exceed \
+             {MAX_REGISTRATION_BYTES} bytes)"
+        )));
+    }
     let client_id = format!(
         "{DCR_PREFIX}{}",
         sealer.seal(Purpose::Client, &registration)?

@@ -42,6 +42,14 @@ async fn metadata_names_this_issuer_its_endpoints_and_s256_only() {
         assert_eq!(m["token_endpoint_auth_methods_supported"], json!(["none"]));
         assert_eq!(m["authorization_response_iss_parameter_supported"], true);
         assert_eq!(m["scopes_supported"], json!(["events:read"]));
+        // OpenID Provider Metadata requires these (the TypeScript SDK checks); RFC 8414 not.
+        let openid = path.ends_with("openid-configuration");
+        assert_eq!(m.get("subject_types_supported").is_some(), openid, "{path}");
+        assert_eq!(
+            m.get("id_token_signing_alg_values_supported").is_some(),
+            openid,
+            "{path}"
+        );
     }
     let jwks = h.get("/oauth/jwks", &[]).await.json();
     let key = &jwks["keys"][0];

@@ -116,7 +116,8 @@ export class MemoryProvider {
 
 // What MCP authorization requires of every authorization request the SDK built.
 export function checkAuthorizationRequest(url, { clientId, scope }) {
-  assert.equal(url.origin, ISSUER, 'the authorization endpoint is the issuer\'s');
+  // Under the issuer: at its origin, or below its path (the OAuth bridge's issuer has one).
+  assert.ok(url.href.startsWith(`${ISSUER}/`), `the authorization endpoint ${url.href} is not the issuer's`);
   const p = url.searchParams;
   assert.equal(p.get('response_type'), 'code');
   assert.equal(p.get('code_challenge_method'), 'S256');

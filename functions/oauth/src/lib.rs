@@ -199,10 +199,12 @@ impl App {
             return cors(Response::new(Body::Empty));
         }
         let response = match (req.method().clone(), path) {
-            (
-                Method::GET,
-                "/.well-known/oauth-authorization-server" | "/.well-known/openid-configuration",
-            ) => wire::json(200, &metadata(&bridge.config)),
+            (Method::GET, "/.well-known/oauth-authorization-server") => {
+                wire::json(200, &metadata(&bridge.config))
+            }
+            (Method::GET, "/.well-known/openid-configuration") => {
+                wire::json(200, &openid_metadata(&bridge.config))
+            }
             (Method::GET, JWKS_PATH) => match bridge.signer.jwks().await {
                 Ok(jwks) => wire::json(200, &jwks),
                 Err(e) => wire::json_error(&e),
@@ -328,6 +330,19 @@ fn metadata(config: &Config) -> serde_json::Value {
         // Clients may register (RFC 7591) or name their metadata document (`cimd.rs`).
         "client_id_metadata_document_supported": true,
     })
+}
+
+/// The same metadata at the OpenID discovery path, with the two members OpenID Connect
+/// Discovery 1.0 §3 requires that RFC 8414 does not. MCP clients fall back to this path for an
+/// issuer with a path (MCP authorization, "Authorization Server Metadata Discovery"), and the
+/// TypeScript SDK then validates the document as OpenID Provider Metadata, refusing it
+/// without them. The bridge issues no ID tokens (`openid` is not among its scopes); the values
+/// say what one would be.
+fn openid_metadata(config: &Config) -> serde_json::Value {
+    let mut document = metadata(config);
+    document["subject_types_supported"] = json!(["public"]);
+    document["id_token_signing_alg_values_supported"] = json!(["RS256"]);
+    document
 }
 
 /// JSON log lines, as CloudWatch reads them.

@@ -418,12 +418,12 @@ mod tests {
             ("https://app.example.com/./b", "it has dot segments"),
             (
                 "https://10.0.0.1/client.json",
-                "an address that is not public",
+                "not a public address",
             ),
             ("https://[::1]/client.json", "not a public address"),
             (
                 "https://169.254.169.254/latest/meta-data",
-                "an address that is not public",
+                "not a public address",
             ),
         ] {
             assert_eq!(parse_client_id(bad, false).err(), Some(why), "{bad}");

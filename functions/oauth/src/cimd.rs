@@ -416,10 +416,7 @@ mod tests {
             ("https://app.example.com/a?b=c", "it has a query"),
             ("https://app.example.com/a/../b", "it has dot segments"),
             ("https://app.example.com/./b", "it has dot segments"),
-            (
-                "https://10.0.0.1/client.json",
-                "not a public address",
-            ),
+            ("https://10.0.0.1/client.json", "not a public address"),
             ("https://[::1]/client.json", "not a public address"),
             (
                 "https://169.254.169.254/latest/meta-data",

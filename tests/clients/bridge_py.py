@@ -32,9 +32,11 @@ from mcp import Client
 from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
-from mcp.shared.auth import AuthorizationCodeResult, OAuthClientMetadata
+from mcp.shared.auth import AuthorizationCodeResult
 
-from oauth_py import ISSUER, MCP_URL, REDIRECT_URI, Storage, check_events, check_search, claims_of, remember, sign_in
+from oauth_py import (
+    ISSUER, MCP_URL, REDIRECT_URI, Storage, check_events, check_search, claims_of, public_client, remember, sign_in,
+)
 
 
 def header_of(token: str) -> dict:
@@ -99,13 +101,7 @@ async def connect(user: str, tenant: str, wait_for_refresh: bool, document: str 
 
     provider = OAuthClientProvider(
         server_url=MCP_URL,
-        client_metadata=OAuthClientMetadata(
-            client_name=f"python mcp through the bridge ({user})",
-            redirect_uris=[REDIRECT_URI],
-            grant_types=["authorization_code", "refresh_token"],
-            response_types=["code"],
-            token_endpoint_auth_method="none",
-        ),
+        client_metadata=public_client(f"python mcp through the bridge ({user})"),
         storage=storage,
         redirect_handler=redirect_handler,
         callback_handler=callback_handler,

@@ -103,6 +103,18 @@ async def sign_in(authorization_url: str, user: str) -> dict:
         raise AssertionError(f"the sign-in did not end: {steps}")
 
 
+def public_client(name: str) -> OAuthClientMetadata:
+    """What an MCP client registers: public (no secret), code and refresh grants, the loopback
+    redirect URI whose Location the chain reads."""
+    return OAuthClientMetadata(
+        client_name=name,
+        redirect_uris=[REDIRECT_URI],
+        grant_types=["authorization_code", "refresh_token"],
+        response_types=["code"],
+        token_endpoint_auth_method="none",
+    )
+
+
 def tenants_of(ids: list[int]) -> list[str]:
     out = subprocess.run(
         ["psql", "-h", "127.0.0.1", "-U", "postgres", "-d", os.environ["PG_DATABASE"], "-qtA", "-c",
@@ -190,13 +202,7 @@ async def sdk_chain() -> Storage:
 
     provider = OAuthClientProvider(
         server_url=MCP_URL,
-        client_metadata=OAuthClientMetadata(
-            client_name="python mcp oauth test [short-lived]",
-            redirect_uris=[REDIRECT_URI],
-            grant_types=["authorization_code", "refresh_token"],
-            response_types=["code"],
-            token_endpoint_auth_method="none",
-        ),
+        client_metadata=public_client("python mcp oauth test [short-lived]"),
         storage=storage,
         redirect_handler=redirect_handler,
         callback_handler=callback_handler,

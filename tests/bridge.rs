@@ -240,6 +240,11 @@ async fn errors_before_the_redirect_uri_is_trusted_are_shown_never_redirected() 
         seen.assert_page("invalid_request", case);
         assert!(!seen.body.contains("<script"), "{case}");
     }
+    let long_state = "s".repeat(1025);
+    let seen = h
+        .authorize(&client_id, &[("state", Some(&long_state))])
+        .await;
+    seen.assert_page("invalid_request", "state over 1 KiB");
     // Nothing reached the upstream.
     assert!(h.upstream.exchanges.lock().unwrap().is_empty());
 }

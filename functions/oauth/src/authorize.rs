@@ -62,6 +62,9 @@ pub(crate) struct Code {
     pub(crate) exp: u64,
 }
 
+/// Longest client `state` taken.
+const MAX_STATE_LEN: usize = 1024;
+
 /// RFC 7636 §4.2: a challenge is 43 base64url characters for S256.
 fn valid_challenge(challenge: &str) -> bool {
     challenge.len() == 43
@@ -100,6 +103,13 @@ pub(crate) async fn authorize(bridge: &Bridge, query: &str) -> Response<Body> {
             ));
         }
     };
+    // The client's state travels sealed inside the upstream's state: bounded, so that URL stays
+    // a URL every upstream takes.
+    if params.get("state").is_some_and(|s| s.len() > MAX_STATE_LEN) {
+        return wire::page(&BridgeError::invalid_request(format!(
+            "state is longer than {MAX_STATE_LEN} characters"
+        )));
+    }
     let state = params.get("state").cloned();
     let issuer = &bridge.config.issuer;
     let fail = |e: BridgeError| wire::redirect_error(&redirect_uri, &e, state.as_deref(), issuer);

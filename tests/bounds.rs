@@ -67,7 +67,12 @@ async fn a_statement_that_slips_its_server_timeout_is_cancelled_by_the_client() 
         "the statement still runs"
     );
     // A fresh connection serves the next read.
-    assert_eq!(crate::secrets::count_acme(&store.db).await.unwrap(), 5);
+    assert_eq!(
+        crate::support::secrets::count_acme(&store.db)
+            .await
+            .unwrap(),
+        5
+    );
 }
 
 #[tokio::test]

@@ -127,11 +127,11 @@ async fn the_pooler_down_then_back_is_a_retryable_answer_then_a_normal_one() {
 
 #[tokio::test]
 async fn secrets_manager_down_at_cold_start_is_retryable_and_recovers() {
-    let env = crate::secrets::env();
+    let env = crate::support::secrets::env();
     let test_db = fixture().await;
     let moto_port: u16 = env.moto.rsplit(':').next().unwrap().parse().unwrap();
     let proxy = FaultProxy::start(moto_port).await;
-    let sm = crate::secrets::secrets_client(&format!("http://127.0.0.1:{}", proxy.port));
+    let sm = crate::support::secrets::secrets_client(&format!("http://127.0.0.1:{}", proxy.port));
     let secret_id = format!("mcp/faults/{}", test_db.name);
     let password = std::fs::read_to_string(format!("{}/endpoint-password", env.dir))
         .unwrap()
@@ -139,11 +139,11 @@ async fn secrets_manager_down_at_cold_start_is_retryable_and_recovers() {
         .to_owned();
     sm.create_secret()
         .name(&secret_id)
-        .secret_string(crate::secrets::secret_json(&password, &test_db))
+        .secret_string(crate::support::secrets::secret_json(&password, &test_db))
         .send()
         .await
         .unwrap();
-    let db = crate::secrets::db_with_secret(sm, &secret_id, &env);
+    let db = crate::support::secrets::db_with_secret(sm, &secret_id, &env);
     let store = std::sync::Arc::new(mcp_tools::Store {
         db,
         cursor_key: mcp_tools::CursorKey::new(vec![7u8; 32]).unwrap(),

@@ -663,7 +663,12 @@ async fn the_deadline_reaches_postgres_and_the_connection_survives_it() {
     .await;
     assert!(stopped, "the timed-out statement still runs");
     // ...and the same warm connection serves the next read.
-    assert_eq!(crate::secrets::count_acme(&store.db).await.unwrap(), 5);
+    assert_eq!(
+        crate::support::secrets::count_acme(&store.db)
+            .await
+            .unwrap(),
+        5
+    );
 
     // A lock wait counts against the same budget (lock_timeout).
     let (mut locker, connection) = tokio_postgres::connect(&format!("{ADMIN}/{}", db.name), NoTls)

@@ -13,6 +13,9 @@
 //!
 //! Usage: coldstart --bin PATH --event FILE --token TOKEN --body JSON [--runs 20]
 //!                  [--expect-count N] [--json]
+//!        coldstart --bin PATH --event FILE --plain [--runs 20] [--json]
+//! With `--plain` the event goes as it is (no token, no body) and an answer only has to be
+//! HTTP 200 with a JSON body: for the OAuth bridge, which speaks no JSON-RPC.
 
 use std::net::SocketAddr;
 use std::process::Stdio;
@@ -84,6 +87,7 @@ struct Args {
     runs: usize,
     expect_count: Option<u64>,
     json: bool,
+    plain: bool,
 }
 
 fn args() -> anyhow::Result<Args> {
@@ -95,6 +99,7 @@ fn args() -> anyhow::Result<Args> {
         runs: 20,
         expect_count: None,
         json: false,
+        plain: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -110,12 +115,13 @@ fn args() -> anyhow::Result<Args> {
             "--runs" => a.runs = value()?.parse()?,
             "--expect-count" => a.expect_count = Some(value()?.parse()?),
             "--json" => a.json = true,
+            "--plain" => a.plain = true,
             other => anyhow::bail!("unknown flag {other}"),
         }
     }
     anyhow::ensure!(
-        !a.bin.is_empty() && !a.event.is_empty() && !a.body.is_empty(),
-        "--bin, --event and --body are required"
+        !a.bin.is_empty() && !a.event.is_empty() && (a.plain || !a.body.is_empty()),
+        "--bin, --event and --body (or --plain) are required"
     );
     Ok(a)
 }
@@ -123,6 +129,9 @@ fn args() -> anyhow::Result<Args> {
 /// The invocation: the API Gateway event from `--event` with the bearer token and body set.
 fn event(a: &Args) -> anyhow::Result<Bytes> {
     let mut event: Value = serde_json::from_slice(&std::fs::read(&a.event)?)?;
+    if a.plain {
+        return Ok(Bytes::from(serde_json::to_vec(&event)?));
+    }
     event["headers"]["authorization"] = json!(format!("Bearer {}", a.token));
     event["body"] = json!(a.body);
     Ok(Bytes::from(serde_json::to_vec(&event)?))
@@ -141,6 +150,12 @@ fn check(a: &Args, posted: &str, body: &[u8]) -> anyhow::Result<()> {
         response["statusCode"],
         response["body"]
     );
+    if a.plain {
+        let body = response["body"].as_str().unwrap_or_default();
+        return serde_json::from_str::<Value>(body)
+            .map(drop)
+            .map_err(|_| anyhow::anyhow!("not JSON: {body}"));
+    }
     bench::check_answer(
         response["body"].as_str().unwrap_or_default(),
         a.expect_count,
@@ -250,7 +265,7 @@ async fn main() -> anyhow::Result<()> {
         );
     } else {
         println!(
-            "cold start over {} runs (medians): ready {ready:.1} ms, first tools/call answered {first:.1} ms after spawn, warm call {warm:.2} ms; peak RSS {peak_mib:.1} MiB; binary {:.2} MiB",
+            "cold start over {} runs (medians): ready {ready:.1} ms, first invocation answered {first:.1} ms after spawn, warm call {warm:.2} ms; peak RSS {peak_mib:.1} MiB; binary {:.2} MiB",
             a.runs,
             size as f64 / 1048576.0
         );

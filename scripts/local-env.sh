@@ -182,6 +182,19 @@ bridge_env() {
   )
 }
 
+# start_moto ROOT PORT LOG: moto in server mode (the AWS emulator: Secrets Manager, DynamoDB,
+# KMS) on 127.0.0.1:PORT, waited for until it answers. Sets MOTO_PID.
+start_moto() {
+  local root="$1" port="$2" log="$3"
+  [ -x "$root/.tools/venv/bin/moto_server" ] || { echo "[local-env] moto is not installed: run scripts/bootstrap" >&2; return 1; }
+  "$root/.tools/venv/bin/moto_server" -H 127.0.0.1 -p "$port" >"$log" 2>&1 &
+  MOTO_PID=$!
+  for _ in $(seq 1 60); do curl -s -o /dev/null "http://127.0.0.1:$port/" && return 0; sleep 0.5; done
+  cat "$log" >&2
+  echo "[local-env] moto did not start on 127.0.0.1:$port" >&2
+  return 1
+}
+
 # start_node_server ROOT URL LOG: runs dev/oauth/server.mjs (configured by the caller's
 # environment) and waits until URL's discovery document answers. Sets NODE_SERVER_PID.
 start_node_server() {

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 use url::{Host, Url};
 
-use crate::clients::{MAX_REDIRECT_URIS, Registration, check_redirect_uri, shown};
+use crate::clients::{Registration, client_name, redirect_uris, shown};
 use crate::config::CimdConfig;
 use crate::error::BridgeError;
 
@@ -211,28 +211,12 @@ fn registration_from(body: &[u8], client_id: &str) -> Result<Registration, Bridg
             )));
         }
     }
-    let redirect_uris = doc
-        .redirect_uris
-        .filter(|u| !u.is_empty())
-        .ok_or_else(|| refused("the client's metadata document lists no redirect_uris".into()))?;
-    if redirect_uris.len() > MAX_REDIRECT_URIS {
-        return Err(refused(format!(
-            "the client's metadata document lists more than {MAX_REDIRECT_URIS} redirect_uris"
-        )));
-    }
-    for uri in &redirect_uris {
-        check_redirect_uri(uri).map_err(|why| {
-            refused(format!(
-                "the client's metadata document lists a redirect URI this server refuses ({why}): {}",
-                shown(uri)
-            ))
-        })?;
-    }
+    // The same rules as a registration's.
+    let redirect_uris = redirect_uris(doc.redirect_uris)
+        .map_err(|why| refused(format!("the client's metadata document: {why}")))?;
     Ok(Registration {
         redirect_uris,
-        name: doc
-            .client_name
-            .map(|n| n.chars().filter(|c| !c.is_control()).take(200).collect()),
+        name: doc.client_name.as_deref().map(client_name),
         issued_at: 0,
     })
 }
@@ -316,7 +300,7 @@ impl reqwest::dns::Resolve for PublicOnly {
 
 /// Whether the bridge may connect to `ip`: a globally routable unicast address, or loopback
 /// when allowed.
-pub(crate) fn allowed(ip: IpAddr, allow_loopback: bool) -> bool {
+fn allowed(ip: IpAddr, allow_loopback: bool) -> bool {
     if ip.is_loopback() {
         return allow_loopback;
     }

@@ -14,7 +14,7 @@ use crate::seal::{Purpose, Sealer};
 /// Marks a `client_id` this bridge issued by registration.
 const DCR_PREFIX: &str = "dcr.";
 /// Bounds of a registration: it travels inside every `client_id`.
-pub(crate) const MAX_REDIRECT_URIS: usize = 8;
+const MAX_REDIRECT_URIS: usize = 8;
 const MAX_URI_LEN: usize = 512;
 const MAX_NAME_LEN: usize = 200;
 const MAX_REGISTRATION_BYTES: usize = 1536;
@@ -48,21 +48,8 @@ fn invalid_metadata(description: impl Into<std::borrow::Cow<'static, str>>) -> B
 pub(crate) fn register(sealer: &Sealer, body: &[u8], now: u64) -> Result<Value, BridgeError> {
     let request: Request = serde_json::from_slice(body)
         .map_err(|_| invalid_metadata("the body must be a JSON object of client metadata"))?;
-    let redirect_uris = request
-        .redirect_uris
-        .filter(|uris| !uris.is_empty())
-        .ok_or_else(|| BridgeError::refused("invalid_redirect_uri", "redirect_uris is required"))?;
-    if redirect_uris.len() > MAX_REDIRECT_URIS {
-        return Err(BridgeError::refused(
-            "invalid_redirect_uri",
-            format!("at most {MAX_REDIRECT_URIS} redirect_uris"),
-        ));
-    }
-    for uri in &redirect_uris {
-        check_redirect_uri(uri).map_err(|why| {
-            BridgeError::refused("invalid_redirect_uri", format!("{why}: {}", shown(uri)))
-        })?;
-    }
+    let redirect_uris = redirect_uris(request.redirect_uris)
+        .map_err(|why| BridgeError::refused("invalid_redirect_uri", why))?;
     let grants = request
         .grant_types
         .unwrap_or_else(|| vec!["authorization_code".into()]);
@@ -82,15 +69,9 @@ pub(crate) fn register(sealer: &Sealer, body: &[u8], now: u64) -> Result<Value, 
             "only the response type \"code\" is offered",
         ));
     }
-    let name = request.client_name.map(|n| {
-        n.chars()
-            .filter(|c| !c.is_control())
-            .take(MAX_NAME_LEN)
-            .collect()
-    });
     let registration = Registration {
         redirect_uris,
-        name,
+        name: request.client_name.as_deref().map(client_name),
         issued_at: now,
     };
     // The registration travels in the client_id, and the client_id in every sealed sign-in
@@ -147,6 +128,30 @@ pub(crate) async fn client(
 pub(crate) fn resolve(sealer: &Sealer, client_id: &str) -> Option<Registration> {
     let sealed = client_id.strip_prefix(DCR_PREFIX)?;
     sealer.open(Purpose::Client, sealed)
+}
+
+/// The redirect URIs a client may have, registered or listed in its metadata document: at
+/// least one, at most [`MAX_REDIRECT_URIS`], each one [`check_redirect_uri`] allows. `Err`
+/// says why not.
+pub(crate) fn redirect_uris(uris: Option<Vec<String>>) -> Result<Vec<String>, String> {
+    let uris = uris
+        .filter(|uris| !uris.is_empty())
+        .ok_or("redirect_uris is required")?;
+    if uris.len() > MAX_REDIRECT_URIS {
+        return Err(format!("at most {MAX_REDIRECT_URIS} redirect_uris"));
+    }
+    for uri in &uris {
+        check_redirect_uri(uri).map_err(|why| format!("{why}: {}", shown(uri)))?;
+    }
+    Ok(uris)
+}
+
+/// A client's name as kept: control characters dropped, at most [`MAX_NAME_LEN`] characters.
+pub(crate) fn client_name(name: &str) -> String {
+    name.chars()
+        .filter(|c| !c.is_control())
+        .take(MAX_NAME_LEN)
+        .collect()
 }
 
 /// A redirect URI a client may register: https with a host, or http on a loopback address

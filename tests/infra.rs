@@ -177,6 +177,49 @@ const MCP_DEFAULTS: &[(&str, &str)] = &[
     ),
 ];
 
+/// The template and the code agree on `function`'s settings: every variable the code reads
+/// (but those in `elsewhere`, read by another binary of the same crates) is in the README's
+/// configuration tables and is either set by the template or left to a default `defaults`
+/// names with its reason; every variable the template sets is read by the code (or is
+/// `RUST_LOG`), documented, and not also listed as left to its default.
+fn assert_settings_fit(
+    function: &str,
+    env: &BTreeMap<String, Value>,
+    code: &BTreeSet<String>,
+    defaults: &[(&str, &str)],
+    elsewhere: &[&str],
+) {
+    let docs = documented();
+    let defaults: BTreeMap<_, _> = defaults.iter().copied().collect();
+    for name in code {
+        if elsewhere.contains(&name.as_str()) {
+            continue;
+        }
+        assert!(
+            docs.contains(name),
+            "{name} is read by the code of {function} but not in the README's configuration tables"
+        );
+        assert!(
+            env.contains_key(name) || defaults.contains_key(name.as_str()),
+            "{name} is read by the code of {function} but neither set by infra/template.yaml nor listed as left to its default"
+        );
+    }
+    for name in env.keys() {
+        assert!(
+            code.contains(name) || name == "RUST_LOG",
+            "the template sets {name} on {function}, which its code never reads"
+        );
+        assert!(
+            docs.contains(name),
+            "the template sets {name} on {function}, which the README does not document"
+        );
+        assert!(
+            !defaults.contains_key(name.as_str()),
+            "{name} is both set on {function} and listed as left to its default"
+        );
+    }
+}
+
 #[test]
 fn the_mcp_function_gets_every_setting_the_code_reads() {
     let t = template();
@@ -188,41 +231,13 @@ fn the_mcp_function_gets_every_setting_the_code_reads() {
         "shared/tools/src",
         "shared/protocol/src",
     ]);
-    let docs = documented();
-    let defaults: BTreeMap<_, _> = MCP_DEFAULTS.iter().copied().collect();
     // The migrate-only and emulator variables live in the same crates.
     let elsewhere = [
         "DATABASE_ADMIN_URL",
         "DB_ADMIN_SECRET_ID",
         "AWS_ENDPOINT_URL_SECRETS_MANAGER",
     ];
-    for name in &code {
-        if elsewhere.contains(&name.as_str()) {
-            continue;
-        }
-        assert!(
-            docs.contains(name),
-            "{name} is read by the code but not in the README's configuration table"
-        );
-        assert!(
-            env.contains_key(name) || defaults.contains_key(name.as_str()),
-            "{name} is read by the code but neither set by infra/template.yaml nor listed as left to its default"
-        );
-    }
-    for name in env.keys() {
-        assert!(
-            code.contains(name) || name == "RUST_LOG",
-            "the template sets {name}, which no code reads"
-        );
-        assert!(
-            docs.contains(name),
-            "the template sets {name}, which the README does not document"
-        );
-        assert!(
-            !defaults.contains_key(name.as_str()),
-            "{name} is both set and listed as left to its default"
-        );
-    }
+    assert_settings_fit("McpFunction", &env, &code, MCP_DEFAULTS, &elsewhere);
     assert!(!env.contains_key("AUTH_MODE"));
     // Secrets are read at run time, never stored in the configuration.
     for name in ["CURSOR_SIGNING_KEY", "DATABASE_URL", "AUTH_JWKS_JSON"] {
@@ -469,25 +484,7 @@ fn the_bridge_gets_every_setting_it_reads_and_stays_out_of_the_vpc() {
     let t = template();
     let env = env_of(&t, "OAuthFunction");
     let code = names_in_code(&["functions/oauth/src"]);
-    let docs = documented();
-    let defaults: BTreeMap<_, _> = BRIDGE_DEFAULTS.iter().copied().collect();
-    for name in &code {
-        assert!(
-            docs.contains(name),
-            "the bridge reads {name}, which the README does not document"
-        );
-        assert!(
-            env.contains_key(name) || defaults.contains_key(name.as_str()),
-            "the bridge reads {name}, which the template neither sets nor leaves to a listed default"
-        );
-    }
-    for name in env.keys() {
-        assert!(
-            code.contains(name) || name == "RUST_LOG",
-            "the template sets {name}, which the bridge never reads"
-        );
-        assert!(!defaults.contains_key(name.as_str()));
-    }
+    assert_settings_fit("OAuthFunction", &env, &code, BRIDGE_DEFAULTS, &[]);
     for (name, target) in [
         ("OAUTH_SEALING_KEY_SECRET_ID", "OAuthSealingKeySecret"),
         ("UPSTREAM_CLIENT_SECRET_ID", "UpstreamClientSecret"),

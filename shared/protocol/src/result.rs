@@ -28,18 +28,23 @@ pub struct InputRequired {
     pub request_state: Option<String>,
 }
 
-/// A `tools/call` result (2025-11-25 schema `CallToolResult`).
+/// A `tools/call` result (2025-11-25 schema `CallToolResult`). Built by its constructors
+/// only, so the serialised length of its structured content, where a constructor
+/// serialised it already (for the text mirror), stays true of what is sent.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CallToolResult {
-    pub content: Vec<Value>,
+    content: Vec<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub structured_content: Option<Value>,
+    structured_content: Option<Value>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub is_error: bool,
     /// What the call did, for the request's log record and metrics. Never sent.
     #[serde(skip)]
     pub stats: CallStats,
+    /// `serde_json::to_string(structured_content).len()`, when a constructor knows it.
+    #[serde(skip)]
+    structured_len: Option<usize>,
 }
 
 /// The wire form, built by moving the parts rather than by `serde_json::to_value`, which
@@ -74,24 +79,32 @@ pub struct CallStats {
 impl CallToolResult {
     /// A result with one text block.
     pub fn text(text: impl Into<String>) -> Self {
-        Self {
-            content: vec![json!({ "type": "text", "text": text.into() })],
-            structured_content: None,
-            is_error: false,
-            stats: CallStats::default(),
-        }
+        Self::blocks(vec![json!({ "type": "text", "text": text.into() })])
     }
 
     /// A result with structured content, mirrored as serialised JSON in a text block
     /// ("a tool that returns structured content SHOULD also return the serialized JSON in
     /// a TextContent block", 2025-06-18 tools §Structured Content).
     pub fn structured(value: Value) -> Self {
+        // serde_json::to_string writes straight into a byte buffer; `Value`'s Display goes
+        // through `fmt::Write` a token at a time. Serialising a `Value` cannot fail.
+        let mirror = serde_json::to_string(&value).unwrap_or_default();
+        Self::structured_with_mirror(value, mirror)
+    }
+
+    /// [`CallToolResult::structured`] for a tool that has serialised its result already
+    /// (a list that measured every item against the budget by writing it out): `mirror`
+    /// must be exactly `serde_json::to_string(&value)`, which debug builds, and so every
+    /// test, check.
+    pub fn structured_with_mirror(value: Value, mirror: String) -> Self {
+        debug_assert_eq!(
+            serde_json::to_string(&value).ok().as_deref(),
+            Some(mirror.as_str()),
+            "a structured result's mirror must be its serialised JSON"
+        );
         Self {
-            // serde_json::to_string writes straight into a byte buffer; `Value`'s Display
-            // goes through `fmt::Write` a token at a time. Serialising a `Value` cannot fail.
-            content: vec![
-                json!({ "type": "text", "text": serde_json::to_string(&value).unwrap_or_default() }),
-            ],
+            structured_len: Some(mirror.len()),
+            content: vec![json!({ "type": "text", "text": mirror })],
             structured_content: Some(value),
             is_error: false,
             stats: CallStats::default(),
@@ -120,6 +133,7 @@ impl CallToolResult {
             structured_content: Some(detail),
             is_error: true,
             stats: CallStats::default(),
+            structured_len: None,
         }
     }
 
@@ -177,7 +191,44 @@ impl CallToolResult {
             structured_content: None,
             is_error: false,
             stats: CallStats::default(),
+            structured_len: None,
         }
+    }
+
+    /// Its content blocks.
+    pub fn content(&self) -> &[Value] {
+        &self.content
+    }
+
+    /// Its structured content, if any.
+    pub fn structured_content(&self) -> Option<&Value> {
+        self.structured_content.as_ref()
+    }
+
+    /// Its structured content, taken out (a detailed failure's data).
+    pub(crate) fn into_structured_content(self) -> Option<Value> {
+        self.structured_content
+    }
+
+    /// The length of `serde_json::to_string(&Value::from(self))`: what the response budget
+    /// counts. Where a constructor serialised the structured content already, its length
+    /// is reused instead of walking the tree a second time (the blocks are counted as
+    /// they are: the text mirror is one string, escaped once).
+    pub(crate) fn wire_len(&self) -> usize {
+        let mut counter = ByteCounter::default();
+        if serde_json::to_writer(&mut counter, &self.content).is_err() {
+            return usize::MAX;
+        }
+        let structured = match &self.structured_content {
+            None => 0,
+            Some(value) => {
+                r#","structuredContent":"#.len()
+                    + self.structured_len.unwrap_or_else(|| serialized_len(value))
+            }
+        };
+        let is_error = if self.is_error { r#","isError":true"#.len() } else { 0 };
+        // {"content":[...],"structuredContent":...,"isError":true}
+        r#"{"content":"#.len() + counter.0 + structured + is_error + 1
     }
 }
 
@@ -274,4 +325,34 @@ pub struct CallRecord {
     pub stats: CallStats,
     /// The response budget the call ran under, and whose it was.
     pub budget: Option<Budget>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wire_len_is_the_length_of_what_is_sent() {
+        let detail = json!({"code": "x", "say": "\"quoted\" \\ and ünïcode"});
+        let results = [
+            CallToolResult::text("plain \"text\"\n"),
+            CallToolResult::error("failed"),
+            CallToolResult::structured(json!({"rows": [1, "two", {"three": null}], "n": 1.5})),
+            CallToolResult::structured_with_mirror(json!([]), "[]".into()),
+            CallToolResult::structured_error("what went wrong", detail.clone()),
+            CallToolResult::structured_error("over", detail).with_stats(CallStats::default()),
+            CallToolResult::blocks(vec![]),
+        ];
+        for result in results {
+            let sent = serde_json::to_string(&Value::from(result.clone())).unwrap();
+            assert_eq!(result.wire_len(), sent.len(), "{sent}");
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "mirror must be its serialised JSON")]
+    #[cfg(debug_assertions)]
+    fn a_mirror_that_is_not_the_value_is_caught() {
+        let _ = CallToolResult::structured_with_mirror(json!({"a": 1}), r#"{"a":2}"#.into());
+    }
 }

@@ -31,6 +31,71 @@ pub(crate) fn done(value: Value, stats: CallStats) -> ToolResult {
     ))
 }
 
+/// The items of a list result, serialised once, as they are taken: measuring an item
+/// against the response budget writes it out, and the text mirror of the result is then
+/// put together from those bytes instead of serialising every item again.
+#[derive(Debug, Default)]
+pub(crate) struct ListText {
+    items: Vec<u8>,
+}
+
+impl ListText {
+    /// Writes `item` after the others; returns what it adds to a structured result (once
+    /// as structured content, once escaped in the text mirror, plus the comma), as
+    /// [`mcp_protocol::structured_cost`] counts it. Undo with [`ListText::forget_last`].
+    pub(crate) fn push(&mut self, item: &Value) -> (usize, usize) {
+        let start = self.items.len();
+        if start > 0 {
+            self.items.push(b',');
+        }
+        // Writing a `Value` into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut self.items, item);
+        let written = &self.items[start..];
+        let escapes = written.iter().filter(|b| matches!(b, b'"' | b'\\')).count();
+        let bytes = written.len() - usize::from(start > 0);
+        (start, bytes * 2 + escapes + 2)
+    }
+
+    /// Takes back the item written at `start` (the value [`ListText::push`] returned).
+    pub(crate) fn forget_last(&mut self, start: usize) {
+        self.items.truncate(start);
+    }
+
+    /// The result for `value`, an object whose member `key` is the array of the items
+    /// written here, in order: its text mirror is `value` serialised with those bytes in
+    /// place of the array (serde_json writes an object's members in key order, as
+    /// iterating the map gives them).
+    pub(crate) fn done(self, value: Value, key: &str, stats: CallStats) -> ToolResult {
+        let Value::Object(object) = &value else {
+            return done(value, stats);
+        };
+        let mut text = Vec::with_capacity(self.items.len() + 1024);
+        text.push(b'{');
+        for (i, (name, member)) in object.iter().enumerate() {
+            if i > 0 {
+                text.push(b',');
+            }
+            let _ = serde_json::to_writer(&mut text, name);
+            text.push(b':');
+            if name == key {
+                text.push(b'[');
+                text.extend_from_slice(&self.items);
+                text.push(b']');
+            } else {
+                let _ = serde_json::to_writer(&mut text, member);
+            }
+        }
+        text.push(b'}');
+        match String::from_utf8(text) {
+            Ok(mirror) => Ok(Outcome::Complete(
+                CallToolResult::structured_with_mirror(value, mirror).with_stats(stats),
+            )),
+            // serde_json writes UTF-8; should it ever not, the result is serialised anew.
+            Err(_) => done(value, stats),
+        }
+    }
+}
+
 /// Stats of a call that read `rows` rows and returned them all.
 pub(crate) fn read_rows(rows: usize) -> CallStats {
     CallStats {

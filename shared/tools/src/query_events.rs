@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use jiff::Timestamp;
 use mcp_db::Param;
-use mcp_protocol::{CallStats, RequestContext, ToolDef, ToolError, structured_cost};
+use mcp_protocol::{CallStats, RequestContext, ToolDef, ToolError};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -17,7 +17,7 @@ use crate::args::{tool, window};
 use crate::cursor::{Position, filter_hash};
 use crate::event::{Severity, col, event_json, event_schema};
 use crate::outcome::{
-    LIST_VALUE_BYTES, PAGE_OVERHEAD_BYTES, STORED_TEXT_NOTICE, ToolResult, done, shorten_values,
+    LIST_VALUE_BYTES, ListText, PAGE_OVERHEAD_BYTES, STORED_TEXT_NOTICE, ToolResult, shorten_values,
 };
 use crate::sql::QUERY_EVENTS_SQL;
 use crate::store::{Store, tenant};
@@ -182,7 +182,7 @@ async fn run(store: Arc<Store>, mut args: Args, ctx: RequestContext) -> ToolResu
         truncated: page.more || page.shortened > 0,
         deadline_phase: None,
     };
-    done(
+    page.text.done(
         json!({
             "count": page.events.len(),
             "events": page.events,
@@ -193,6 +193,7 @@ async fn run(store: Arc<Store>, mut args: Args, ctx: RequestContext) -> ToolResu
             "next_cursor": next_cursor,
             "notice": STORED_TEXT_NOTICE,
         }),
+        "events",
         stats,
     )
 }
@@ -203,6 +204,8 @@ struct Page {
     room: usize,
     with_payload: bool,
     events: Vec<Value>,
+    /// The same events, serialised as they were measured.
+    text: ListText,
     used: usize,
     last: Option<Position>,
     /// Another page exists (a row was left unreturned).
@@ -222,6 +225,7 @@ impl Page {
             room,
             with_payload,
             events: Vec::new(),
+            text: ListText::default(),
             used: 0,
             last: None,
             more: false,
@@ -254,8 +258,7 @@ impl Page {
             id: col(row, "id")?,
         };
         let mut shortened = shorten_values(&mut event, LIST_VALUE_BYTES);
-        // The comma between items.
-        let mut cost = structured_cost(&event) + 2;
+        let (start, mut cost) = self.text.push(&event);
         if cost > self.room / 4 {
             // One event as big as a quarter of the budget would crowd out the page: its
             // bulky parts are left for get_event, so the page still makes progress.
@@ -267,9 +270,11 @@ impl Page {
                     shortened += 1;
                 }
             }
-            cost = structured_cost(&event) + 2;
+            self.text.forget_last(start);
+            cost = self.text.push(&event).1;
         }
         if self.used + cost > self.room {
+            self.text.forget_last(start);
             return Ok(self.stop("bytes"));
         }
         self.used += cost;

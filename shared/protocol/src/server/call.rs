@@ -15,7 +15,7 @@ use crate::context::RequestContext;
 use crate::error::RpcError;
 use crate::registry::{Owner, Tool};
 use crate::result::{
-    CallRecord, CallToolResult, InputRequired, Outcome, ToolError, serialized_len,
+    CallRecord, CallToolResult, InputRequired, Outcome, ToolError,
 };
 use crate::version::ProtocolVersion;
 
@@ -114,13 +114,16 @@ impl Server {
         match run_by_deadline(tool, args, ctx).await {
             Ok(Outcome::Complete(result)) => {
                 record.stats = result.stats.clone();
-                if !result.is_error && !tool.output_conforms(result.structured_content.as_ref()) {
+                if self.check_outputs
+                    && !result.is_error
+                    && !tool.output_conforms(result.structured_content())
+                {
                     // "Servers MUST provide structured results that conform to this schema":
                     // a non-conforming result is our bug, never the client's problem.
                     tracing::error!(tool.name = %p.name, "structured result does not match the tool's output schema");
                     return Err(RpcError::Internal);
                 }
-                let (value, over) = within_budget(to_value(result), budget, &p.name);
+                let (value, over) = within_budget(result, budget, &p.name);
                 record.over_budget = over;
                 Ok(value)
             }
@@ -322,12 +325,17 @@ fn missing_capabilities(required: &[String], ctx: &RequestContext) -> Option<Val
 
 /// Enforces the response budget at the dispatch boundary, whatever the tool: a result
 /// whose serialised form is over `budget` never reaches the client; a small `isError`
-/// result in its place says how big it was and how to ask for less.
-fn within_budget(value: Value, budget: usize, tool: &str) -> (Value, bool) {
-    let bytes = serialized_len(&value);
+/// result in its place says how big it was and how to ask for less. Measured without
+/// serialising again what the result's constructor serialised for its text mirror.
+fn within_budget(result: CallToolResult, budget: usize, tool: &str) -> (Value, bool) {
+    let bytes = result.wire_len();
     if bytes <= budget {
-        return (value, false);
+        return (to_value(result), false);
     }
+    over_budget(bytes, budget, tool)
+}
+
+fn over_budget(bytes: usize, budget: usize, tool: &str) -> (Value, bool) {
     tracing::warn!(
         tool.name = tool,
         response_bytes = bytes,

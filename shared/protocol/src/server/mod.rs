@@ -111,6 +111,15 @@ impl ServerBuilder {
         self
     }
 
+    /// Whether every structured tool result is validated against the tool's output schema
+    /// before it is sent (default on). A deployment whose results are built by typed code
+    /// may turn it off where tests validate every result instead (see `mcp`'s
+    /// `production_server`); a result that fails the check is an internal error.
+    pub fn check_outputs(mut self, on: bool) -> Self {
+        self.server.check_outputs = on;
+        self
+    }
+
     pub fn cache_hints(mut self, cache: CacheHints) -> Self {
         self.server.cache = cache;
         self
@@ -149,6 +158,7 @@ pub struct Server {
     logging: bool,
     cache: CacheHints,
     response_budget: usize,
+    check_outputs: bool,
     admission: Option<Arc<dyn Admission>>,
 }
 
@@ -216,6 +226,7 @@ impl Server {
                 logging: false,
                 cache: CacheHints::default(),
                 response_budget: DEFAULT_RESPONSE_BUDGET,
+                check_outputs: true,
                 admission: None,
             },
         }

@@ -64,9 +64,9 @@ pub(crate) fn reply_response(
     challenge: impl FnOnce(&[String]) -> String,
 ) -> Response<Body> {
     let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut response = match reply.body.take() {
+    let mut response = match reply.body_json() {
         None => empty(status),
-        Some(body) => json_response(status, &body),
+        Some(text) => json_text_response(status, text),
     };
     if let Some(scopes) = &reply.insufficient_scope
         && let Ok(value) = HeaderValue::from_str(&challenge(scopes))
@@ -84,7 +84,11 @@ pub(crate) fn reply_response(
 pub(crate) fn json_response(status: StatusCode, body: &Value) -> Response<Body> {
     // Not `body.to_string()`: Display formats through `fmt::Write` a token at a time, and
     // replies can be hundreds of KiB. Serialising a `Value` cannot fail.
-    let mut response = Response::new(Body::Text(serde_json::to_string(body).unwrap_or_default()));
+    json_text_response(status, serde_json::to_string(body).unwrap_or_default())
+}
+
+fn json_text_response(status: StatusCode, text: String) -> Response<Body> {
+    let mut response = Response::new(Body::Text(text));
     *response.status_mut() = status;
     response
         .headers_mut()

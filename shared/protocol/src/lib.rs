@@ -39,7 +39,9 @@ pub use registry::{
 };
 pub use resources::{ResourceDef, ResourceError, ResourceRequest, Resources};
 pub use result::CallRecord;
-pub use result::{CallStats, CallToolResult, InputRequired, Outcome, ToolError, structured_cost};
+pub use result::{
+    CallStats, CallToolResult, InputRequired, Outcome, ToolError, structured_cost, write_object,
+};
 pub use schema::input_schema;
 pub use server::{BuildError, CacheHints, HeaderField, Incoming, Reply, Server, ServerBuilder};
 pub use version::ProtocolVersion;

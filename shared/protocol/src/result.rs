@@ -205,6 +205,13 @@ impl CallToolResult {
         self.structured_content.as_ref()
     }
 
+    /// Its first content block is a text block whose text is exactly its structured
+    /// content serialised (made by [`CallToolResult::structured`] or
+    /// [`CallToolResult::structured_with_mirror`]).
+    pub(crate) fn mirrors_structured_content(&self) -> bool {
+        self.structured_len.is_some()
+    }
+
     /// Its structured content, taken out (a detailed failure's data).
     pub(crate) fn into_structured_content(self) -> Option<Value> {
         self.structured_content
@@ -226,7 +233,11 @@ impl CallToolResult {
                     + self.structured_len.unwrap_or_else(|| serialized_len(value))
             }
         };
-        let is_error = if self.is_error { r#","isError":true"#.len() } else { 0 };
+        let is_error = if self.is_error {
+            r#","isError":true"#.len()
+        } else {
+            0
+        };
         // {"content":[...],"structuredContent":...,"isError":true}
         r#"{"content":"#.len() + counter.0 + structured + is_error + 1
     }
@@ -286,6 +297,29 @@ impl std::io::Write for ByteCounter {
     }
 }
 
+/// Writes `object` as `serde_json::to_writer` would (members in the map's order), except
+/// that `special` may write a member's value itself (already serialised bytes) and return
+/// true: how a result reuses JSON it has written once.
+pub fn write_object(
+    out: &mut Vec<u8>,
+    object: &Map<String, Value>,
+    mut special: impl FnMut(&mut Vec<u8>, &str, &Value) -> bool,
+) {
+    out.push(b'{');
+    for (i, (name, value)) in object.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        // Writing into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut *out, name);
+        out.push(b':');
+        if !special(out, name, value) {
+            let _ = serde_json::to_writer(&mut *out, value);
+        }
+    }
+    out.push(b'}');
+}
+
 /// How a tool, resource or prompt body can fail.
 #[derive(Debug, thiserror::Error)]
 pub enum ToolError {
@@ -325,6 +359,10 @@ pub struct CallRecord {
     pub stats: CallStats,
     /// The response budget the call ran under, and whose it was.
     pub budget: Option<Budget>,
+    /// The result sent is a structured one whose first content block's text is its
+    /// `structuredContent` serialised, byte for byte: [`crate::Reply::body_json`] writes
+    /// those bytes for both instead of serialising the tree again.
+    pub structured_mirrored: bool,
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use mcp_db::{DbError, Phase};
-use mcp_protocol::{CallStats, CallToolResult, Outcome, ToolError};
+use mcp_protocol::{CallStats, CallToolResult, Outcome, ToolError, write_object};
 use serde_json::Value;
 
 pub(crate) type ToolResult = Result<Outcome<CallToolResult>, ToolError>;
@@ -70,22 +70,15 @@ impl ListText {
             return done(value, stats);
         };
         let mut text = Vec::with_capacity(self.items.len() + 1024);
-        text.push(b'{');
-        for (i, (name, member)) in object.iter().enumerate() {
-            if i > 0 {
-                text.push(b',');
+        write_object(&mut text, object, |text, name, _| {
+            if name != key {
+                return false;
             }
-            let _ = serde_json::to_writer(&mut text, name);
-            text.push(b':');
-            if name == key {
-                text.push(b'[');
-                text.extend_from_slice(&self.items);
-                text.push(b']');
-            } else {
-                let _ = serde_json::to_writer(&mut text, member);
-            }
-        }
-        text.push(b'}');
+            text.push(b'[');
+            text.extend_from_slice(&self.items);
+            text.push(b']');
+            true
+        });
         match String::from_utf8(text) {
             Ok(mirror) => Ok(Outcome::Complete(
                 CallToolResult::structured_with_mirror(value, mirror).with_stats(stats),

@@ -14,9 +14,7 @@ use crate::budget::{Budget, client_budget};
 use crate::context::RequestContext;
 use crate::error::RpcError;
 use crate::registry::{Owner, Tool};
-use crate::result::{
-    CallRecord, CallToolResult, InputRequired, Outcome, ToolError,
-};
+use crate::result::{CallRecord, CallToolResult, InputRequired, Outcome, ToolError};
 use crate::version::ProtocolVersion;
 
 #[derive(Deserialize)]
@@ -123,8 +121,10 @@ impl Server {
                     tracing::error!(tool.name = %p.name, "structured result does not match the tool's output schema");
                     return Err(RpcError::Internal);
                 }
+                let mirrored = result.mirrors_structured_content();
                 let (value, over) = within_budget(result, budget, &p.name);
                 record.over_budget = over;
+                record.structured_mirrored = mirrored && !over;
                 Ok(value)
             }
             Ok(Outcome::InputRequired(ir)) => input_required(ir, version),

@@ -98,7 +98,9 @@ impl Server {
             Ok(Ok(_)) => return Err(RpcError::ResourceNotFound { uri }),
             Ok(Err(ToolError::Detailed(result))) => {
                 let message = result.first_text().unwrap_or("The read failed.").to_owned();
-                let data = result.into_structured_content().unwrap_or_else(|| json!({}));
+                let data = result
+                    .into_structured_content()
+                    .unwrap_or_else(|| json!({}));
                 return Err(RpcError::Failed { message, data });
             }
             Ok(Err(e)) => return Err(body_error(e, "resources/read", &uri)),

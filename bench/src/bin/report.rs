@@ -28,10 +28,7 @@ fn spread(v: &[f64], digits: usize) -> String {
     if v.is_empty() {
         return "-".into();
     }
-    format!(
-        "{:.digits$} ({min:.digits$}-{max:.digits$})",
-        median(v)
-    )
+    format!("{:.digits$} ({min:.digits$}-{max:.digits$})", median(v))
 }
 
 fn median(v: &[f64]) -> f64 {
@@ -57,8 +54,7 @@ const ORDER: [(&str, &str); 6] = [
 ];
 
 fn main() -> anyhow::Result<()> {
-    let (mut load, mut coldstart, mut zip, mut machine, mut warm) =
-        (None, None, None, None, None);
+    let (mut load, mut coldstart, mut zip, mut machine, mut warm) = (None, None, None, None, None);
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let value = it

@@ -28,6 +28,15 @@ impl RequestId {
     }
 }
 
+impl From<&RequestId> for Value {
+    fn from(id: &RequestId) -> Self {
+        match id {
+            RequestId::Number(n) => Value::Number(n.clone()),
+            RequestId::String(s) => Value::String(s.clone()),
+        }
+    }
+}
+
 /// One incoming JSON-RPC message, after the envelope step.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Message {
@@ -220,7 +229,12 @@ pub struct ErrorObject {
 
 /// Builds a success response.
 pub fn success(id: &RequestId, result: Value) -> Value {
-    serde_json::json!({ "jsonrpc": "2.0", "id": id, "result": result })
+    // `result` is moved in, never copied (see `json::object`): it is the whole reply.
+    crate::json::object([
+        ("jsonrpc", "2.0".into()),
+        ("id", id.into()),
+        ("result", result),
+    ])
 }
 
 /// Builds an error response; `id` is null when it could not be read.

@@ -10,15 +10,16 @@
 //! needs a tokio runtime with timers, to stop a tool body at its deadline): it takes
 //! a body plus the few transport headers the protocol defines and returns a status and a
 //! JSON body. Tool, resource and prompt bodies are plugged in through [`registry`]; what they
-//! return is in [`result`]. Modules stand in layers: `result` and `version` import nothing of
-//! the crate, `context` only those, `registry` and `resources` add `context`, `server` uses them
-//! all.
+//! return is in [`result`]. Modules stand in layers: `json` and `version` import nothing of
+//! the crate, `result` adds `json` and `budget`, `context` only those, `registry` and
+//! `resources` add `context`, `server` uses them all.
 //! Its invariants are tested in each module and, end to end, in the `tests/` crate.
 
 pub mod admission;
 pub mod budget;
 pub mod context;
 pub mod error;
+pub mod json;
 pub mod jsonrpc;
 pub mod method;
 pub mod registry;
@@ -32,6 +33,7 @@ pub use admission::{Admission, Admit};
 pub use budget::{Budget, BudgetSource};
 pub use context::{Caller, RequestContext};
 pub use error::RpcError;
+pub use json::{object, write_object};
 pub use method::Method;
 pub use registry::{
     BoxFuture, Completions, DEFAULT_TOOL_MAX_DURATION, Owner, Prompts, RegistryError,
@@ -39,9 +41,7 @@ pub use registry::{
 };
 pub use resources::{ResourceDef, ResourceError, ResourceRequest, Resources};
 pub use result::CallRecord;
-pub use result::{
-    CallStats, CallToolResult, InputRequired, Outcome, ToolError, structured_cost, write_object,
-};
+pub use result::{CallStats, CallToolResult, InputRequired, Outcome, ToolError, structured_cost};
 pub use schema::input_schema;
 pub use server::{BuildError, CacheHints, HeaderField, Incoming, Reply, Server, ServerBuilder};
 pub use version::ProtocolVersion;

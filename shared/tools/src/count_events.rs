@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use jiff::Timestamp;
-use mcp_protocol::{CallStats, RequestContext, ToolDef, structured_cost};
+use mcp_protocol::{CallStats, RequestContext, ToolDef, object, structured_cost};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -190,13 +190,13 @@ async fn run(store: Arc<Store>, args: Args, ctx: RequestContext) -> ToolResult {
         ..read_rows(rows.len())
     };
     done(
-        json!({
-            "bucket": bucket.as_str(),
-            "group_by": group_by.as_str(),
-            "buckets": buckets,
-            "total_events": total,
-            "truncated": truncated,
-        }),
+        object([
+            ("bucket", bucket.as_str().into()),
+            ("group_by", group_by.as_str().into()),
+            ("buckets", buckets.into()),
+            ("total_events", total.into()),
+            ("truncated", truncated.into()),
+        ]),
         stats,
     )
 }

@@ -1,7 +1,7 @@
 //! Event rows: severities, decoding a row without panicking, and an event's JSON form.
 
 use jiff::Timestamp;
-use mcp_protocol::ToolError;
+use mcp_protocol::{ToolError, object};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -54,19 +54,26 @@ pub(crate) fn col<'r, T: FromSql<'r>>(row: &'r Row, column: &str) -> Result<T, T
     })
 }
 
-/// An event as every tool returns it; `payload` only when asked for.
+/// An event as every tool returns it; `payload` only when asked for. Built with
+/// [`object`], which moves each decoded column in (`json!` would copy it once more).
 pub(crate) fn event_json(row: &Row, with_payload: bool) -> Result<Value, ToolError> {
-    let mut event = json!({
-        "id": col::<i64>(row, "id")?,
-        "entity_id": col::<String>(row, "entity_id")?,
-        "entity_type": col::<String>(row, "entity_type")?,
-        "event_type": col::<String>(row, "event_type")?,
-        "severity": severity_name(col(row, "severity")?),
-        "occurred_at": col::<Timestamp>(row, "occurred_at")?.to_string(),
-        "tags": col::<Vec<String>>(row, "tags")?,
-        "structured": col::<Value>(row, "structured")?,
-        "ai_summary": col::<Option<String>>(row, "ai_summary")?,
-    });
+    let mut event = object([
+        ("id", col::<i64>(row, "id")?.into()),
+        ("entity_id", col::<String>(row, "entity_id")?.into()),
+        ("entity_type", col::<String>(row, "entity_type")?.into()),
+        ("event_type", col::<String>(row, "event_type")?.into()),
+        ("severity", severity_name(col(row, "severity")?).into()),
+        (
+            "occurred_at",
+            col::<Timestamp>(row, "occurred_at")?.to_string().into(),
+        ),
+        ("tags", col::<Vec<String>>(row, "tags")?.into()),
+        ("structured", col::<Value>(row, "structured")?),
+        (
+            "ai_summary",
+            col::<Option<String>>(row, "ai_summary")?.into(),
+        ),
+    ]);
     if with_payload {
         event["payload"] = col::<Option<Value>>(row, "payload")?.unwrap_or(Value::Null);
     }

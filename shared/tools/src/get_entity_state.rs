@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use jiff::Timestamp;
-use mcp_protocol::{CallStats, RequestContext, ToolDef, ToolError};
+use mcp_protocol::{CallStats, RequestContext, ToolDef, ToolError, object};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -84,14 +84,20 @@ pub(crate) async fn load(
     };
     let mut state = col::<Value>(row, "state")?;
     let shortened = shorten_values(&mut state, LONG_VALUE_BYTES);
-    let value = json!({
-        "entity_id": col::<String>(row, "entity_id")?,
-        "entity_type": col::<String>(row, "entity_type")?,
-        "state": state,
-        "last_event_id": col::<Option<i64>>(row, "last_event_id")?,
-        "updated_at": col::<Timestamp>(row, "updated_at")?.to_string(),
-        "shortened_values": shortened,
-        "notice": STORED_TEXT_NOTICE,
-    });
+    let value = object([
+        ("entity_id", col::<String>(row, "entity_id")?.into()),
+        ("entity_type", col::<String>(row, "entity_type")?.into()),
+        ("state", state),
+        (
+            "last_event_id",
+            col::<Option<i64>>(row, "last_event_id")?.into(),
+        ),
+        (
+            "updated_at",
+            col::<Timestamp>(row, "updated_at")?.to_string().into(),
+        ),
+        ("shortened_values", shortened.into()),
+        ("notice", STORED_TEXT_NOTICE.into()),
+    ]);
     Ok(Some((value, shortened)))
 }

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use mcp_protocol::{CallStats, RequestContext, ToolDef, ToolError};
+use mcp_protocol::{CallStats, RequestContext, ToolDef, ToolError, object};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -52,7 +52,11 @@ async fn run(store: Arc<Store>, Args { id }: Args, ctx: RequestContext) -> ToolR
         ..read_rows(1)
     };
     done(
-        json!({ "event": event, "shortened_values": shortened, "notice": STORED_TEXT_NOTICE }),
+        object([
+            ("event", event),
+            ("shortened_values", shortened.into()),
+            ("notice", STORED_TEXT_NOTICE.into()),
+        ]),
         stats,
     )
 }

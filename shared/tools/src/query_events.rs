@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use jiff::Timestamp;
 use mcp_db::Param;
-use mcp_protocol::{CallStats, RequestContext, ToolDef, ToolError};
+use mcp_protocol::{CallStats, RequestContext, ToolDef, ToolError, object};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -183,16 +183,16 @@ async fn run(store: Arc<Store>, mut args: Args, ctx: RequestContext) -> ToolResu
         deadline_phase: None,
     };
     page.text.done(
-        json!({
-            "count": page.events.len(),
-            "events": page.events,
-            "limit": limit,
-            "truncated": page.more,
-            "stopped_by": page.stopped_by,
-            "shortened_values": page.shortened,
-            "next_cursor": next_cursor,
-            "notice": STORED_TEXT_NOTICE,
-        }),
+        object([
+            ("count", page.events.len().into()),
+            ("events", page.events.into()),
+            ("limit", limit.into()),
+            ("truncated", page.more.into()),
+            ("stopped_by", page.stopped_by.into()),
+            ("shortened_values", page.shortened.into()),
+            ("next_cursor", next_cursor.into()),
+            ("notice", STORED_TEXT_NOTICE.into()),
+        ]),
         "events",
         stats,
     )

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use jiff::{SignedDuration, Timestamp};
 use mcp_db::Param;
-use mcp_protocol::{CallStats, RequestContext, ToolDef, ToolError, structured_cost};
+use mcp_protocol::{CallStats, RequestContext, ToolDef, ToolError, object, structured_cost};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -211,15 +211,18 @@ async fn run(store: Arc<Store>, args: Args, ctx: RequestContext) -> ToolResult {
         deadline_phase: None,
     };
     done(
-        json!({
-            "query": query.text,
-            "window": { "since": found.since.to_string(), "until": found.until.to_string() },
-            "count": results.len(),
-            "results": results,
-            "truncated": more,
-            "next_cursor": next_cursor,
-            "notice": STORED_TEXT_NOTICE,
-        }),
+        object([
+            ("query", query.text.into()),
+            (
+                "window",
+                json!({ "since": found.since.to_string(), "until": found.until.to_string() }),
+            ),
+            ("count", results.len().into()),
+            ("results", results.into()),
+            ("truncated", more.into()),
+            ("next_cursor", next_cursor.into()),
+            ("notice", STORED_TEXT_NOTICE.into()),
+        ]),
         stats,
     )
 }

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use mcp_protocol::{CallStats, RequestContext, ToolDef};
+use mcp_protocol::{CallStats, RequestContext, ToolDef, object};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -116,7 +116,7 @@ async fn run_search(store: Arc<Store>, args: SearchArgs, ctx: RequestContext) ->
         truncated: found.more,
         ..read_rows(found.hits.len())
     };
-    done(json!({ "results": results }), stats)
+    done(object([("results", results.into())]), stats)
 }
 
 async fn run_fetch(store: Arc<Store>, args: FetchArgs, ctx: RequestContext) -> ToolResult {

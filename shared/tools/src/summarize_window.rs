@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use jiff::Timestamp;
 use mcp_db::Param;
-use mcp_protocol::{CallStats, RequestContext, ToolDef, ToolError};
+use mcp_protocol::{CallStats, RequestContext, ToolDef, ToolError, object};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -122,16 +122,16 @@ async fn run(store: Arc<Store>, args: Args, ctx: RequestContext) -> ToolResult {
         ..read_rows(tally.len() + summaries.len())
     };
     done(
-        json!({
-            "since": since.to_string(),
-            "until": until.to_string(),
-            "severity_counts": counts,
-            "total_events": total,
-            "summaries": summaries,
-            "truncated": truncated,
-            "shortened_values": shortened,
-            "notice": STORED_TEXT_NOTICE,
-        }),
+        object([
+            ("since", since.to_string().into()),
+            ("until", until.to_string().into()),
+            ("severity_counts", counts.into()),
+            ("total_events", total.into()),
+            ("summaries", summaries.into()),
+            ("truncated", truncated.into()),
+            ("shortened_values", shortened.into()),
+            ("notice", STORED_TEXT_NOTICE.into()),
+        ]),
         stats,
     )
 }

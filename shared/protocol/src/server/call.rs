@@ -98,7 +98,7 @@ impl Server {
         // A missing `arguments` is `{}` (it is optional in CallToolRequestParams).
         let args = match settle_arguments(tool, p.arguments.unwrap_or_default(), &ctx) {
             Ok(args) => args,
-            Err(refusal) => return Ok(to_value(refusal)),
+            Err(refusal) => return Ok(to_value(CallToolResult::error(refusal))),
         };
         let version = ctx.version;
         // The tool's own cap bounds the call even when the invocation has longer left.
@@ -248,12 +248,13 @@ async fn run_by_deadline(
 }
 
 /// The arguments a tool runs with: its owner argument filled in or checked against the
-/// caller, then validated against its input schema. A refusal is an `isError` result.
+/// caller, then validated against its input schema. A refusal is the text of an `isError`
+/// result.
 fn settle_arguments(
     tool: &Tool,
     mut args: Map<String, Value>,
     ctx: &RequestContext,
-) -> Result<Map<String, Value>, CallToolResult> {
+) -> Result<Map<String, Value>, String> {
     if let Some((name, owner)) = tool.owner_argument() {
         let own = match owner {
             Owner::Subject => ctx.caller.subject.as_deref(),
@@ -266,9 +267,9 @@ fn settle_arguments(
             (Some(Value::String(given)), Some(own)) if given == own => {}
             _ => {
                 tracing::info!(tool.name = %tool.name(), caller = ctx.caller.log_id(), "tool call refused: not the owner");
-                return Err(CallToolResult::error(format!(
+                return Err(format!(
                     "Not permitted: {name} must be your own; omit it to use yours"
-                )));
+                ));
             }
         }
     }
@@ -276,11 +277,11 @@ fn settle_arguments(
     // (2025-11-25 changelog, SEP-1303), not protocol errors.
     let args = Value::Object(args);
     if let Err(errors) = tool.validate_arguments(&args) {
-        return Err(CallToolResult::error(format!(
+        return Err(format!(
             "Invalid arguments for tool {}: {}",
             tool.name(),
             errors.join("; ")
-        )));
+        ));
     }
     match args {
         Value::Object(args) => Ok(args),

@@ -9,6 +9,7 @@ use super::call::{body_error, input_required};
 use super::{Answer, Incoming, Server};
 use crate::context::RequestContext;
 use crate::error::RpcError;
+use crate::json::object;
 use crate::method::Method;
 use crate::result::Outcome;
 use crate::version::ProtocolVersion;
@@ -59,13 +60,13 @@ impl Server {
             Method::ToolsList => {
                 // Only what the caller may call (2026-07-28 tools: the list "MAY vary by
                 // the authorization presented on the request").
-                let tools: Vec<&Value> = self
+                let tools: Vec<Value> = self
                     .tools
                     .iter()
                     .filter(|t| ctx.caller.has_scopes(t.required_scopes()))
-                    .map(|t| t.listing())
+                    .map(|t| t.listing().clone())
                     .collect();
-                Ok(json!({ "tools": tools }))
+                Ok(object([("tools", Value::Array(tools))]))
             }
             // Like tools, only what the caller may read is listed.
             Method::ResourcesList => Ok(json!({ "resources": self.listed(false, &ctx) })),

@@ -13,6 +13,7 @@ use super::dispatch::{not_found, parse_params};
 use crate::budget::{Budget, client_budget};
 use crate::context::RequestContext;
 use crate::error::RpcError;
+use crate::json::object;
 use crate::method::Method;
 use crate::result::{ToolError, serialized_len};
 
@@ -105,7 +106,7 @@ impl Server {
             }
             Ok(Err(e)) => return Err(body_error(e, "resources/read", &uri)),
         };
-        let result = json!({ "contents": contents });
+        let result = object([("contents", contents.into())]);
         within_budget(result, budget, resource.name())
     }
 }

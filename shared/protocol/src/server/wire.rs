@@ -6,7 +6,8 @@ use std::time::Instant;
 use serde_json::{Map, Value};
 
 use crate::context::Caller;
-use crate::result::{CallRecord, write_object};
+use crate::json::write_object;
+use crate::result::CallRecord;
 use crate::version::ProtocolVersion;
 
 /// A transport header as the HTTP layer saw it.

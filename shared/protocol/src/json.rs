@@ -18,6 +18,14 @@ pub fn object<const N: usize>(members: [(&str, Value); N]) -> Value {
     )
 }
 
+/// The bytes `json`, compact JSON text as serde_json writes it, gains when written again as a
+/// JSON string (a text mirror): one backslash per quote and per backslash. Nothing else is
+/// escaped: control characters in it are escaped already, and serde_json leaves non-ASCII
+/// as is.
+pub fn string_escapes(json: &[u8]) -> usize {
+    json.iter().filter(|b| matches!(b, b'"' | b'\\')).count()
+}
+
 /// Writes `object` as `serde_json::to_writer` would (members in the map's order), except
 /// that `special` may write a member's value itself (already serialised bytes) and return
 /// true: how a result reuses JSON it has written once.
@@ -59,6 +67,18 @@ mod tests {
         assert_eq!(
             built,
             json!({"count": 2, "events": events, "next": null, "say": "hi"})
+        );
+    }
+
+    #[test]
+    fn string_escapes_are_what_a_json_string_of_the_text_adds() {
+        let value =
+            json!({"say": "a \"quote\", a \\ backslash, a\nnewline, a \u{1} control, ünïcode"});
+        let text = serde_json::to_string(&value).unwrap();
+        let as_string = serde_json::to_string(&text).unwrap();
+        assert_eq!(
+            as_string.len(),
+            text.len() + 2 + string_escapes(text.as_bytes())
         );
     }
 

@@ -33,7 +33,7 @@ pub use admission::{Admission, Admit};
 pub use budget::{Budget, BudgetSource};
 pub use context::{Caller, RequestContext};
 pub use error::RpcError;
-pub use json::{object, write_object};
+pub use json::{object, string_escapes, write_object};
 pub use method::Method;
 pub use registry::{
     BoxFuture, Completions, DEFAULT_TOOL_MAX_DURATION, Owner, Prompts, RegistryError,

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use mcp_db::{DbError, Phase};
-use mcp_protocol::{CallStats, CallToolResult, Outcome, ToolError, write_object};
+use mcp_protocol::{CallStats, CallToolResult, Outcome, ToolError, string_escapes, write_object};
 use serde_json::Value;
 
 pub(crate) type ToolResult = Result<Outcome<CallToolResult>, ToolError>;
@@ -51,7 +51,7 @@ impl ListText {
         // Writing a `Value` into a Vec cannot fail.
         let _ = serde_json::to_writer(&mut self.items, item);
         let written = &self.items[start..];
-        let escapes = written.iter().filter(|b| matches!(b, b'"' | b'\\')).count();
+        let escapes = string_escapes(written);
         let bytes = written.len() - usize::from(start > 0);
         (start, bytes * 2 + escapes + 2)
     }

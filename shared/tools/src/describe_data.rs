@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use jiff::Timestamp;
-use mcp_protocol::{CallStats, RequestContext, ToolDef, ToolError};
+use mcp_protocol::{CallStats, RequestContext, ToolDef, ToolError, object};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -84,15 +84,15 @@ async fn run(store: Arc<Store>, _: Args, ctx: RequestContext) -> ToolResult {
         None => (None, None, 0),
     };
     done(
-        json!({
-            "event_types": event_types,
-            "entity_types": entity_types,
-            "severities": severity_counts,
-            "first_event_at": first.map(|t| t.to_string()),
-            "last_event_at": last.map(|t| t.to_string()),
-            "total_events": total,
-            "event_types_truncated": truncated,
-        }),
+        object([
+            ("event_types", event_types.into()),
+            ("entity_types", entity_types.into()),
+            ("severities", severity_counts.into()),
+            ("first_event_at", first.map(|t| t.to_string()).into()),
+            ("last_event_at", last.map(|t| t.to_string()).into()),
+            ("total_events", total.into()),
+            ("event_types_truncated", truncated.into()),
+        ]),
         stats,
     )
 }
@@ -106,11 +106,11 @@ pub(crate) fn event_types(rows: &[Row]) -> Result<(Vec<Value>, bool), ToolError>
         .iter()
         .take(sql::MAX_EVENT_TYPES as usize)
         .map(|r| {
-            Ok(json!({
-                "name": col::<String>(r, "name")?,
-                "description": col::<String>(r, "description")?,
-                "field_schema": col::<Value>(r, "field_schema")?,
-            }))
+            Ok(object([
+                ("name", col::<String>(r, "name")?.into()),
+                ("description", col::<String>(r, "description")?.into()),
+                ("field_schema", col::<Value>(r, "field_schema")?),
+            ]))
         })
         .collect::<Result<Vec<_>, ToolError>>()?;
     Ok((listed, truncated))

@@ -285,7 +285,7 @@ async fn a_tool_cannot_run_past_its_own_cap_whatever_the_invocation_has_left() {
             let mut incoming = Incoming::new(body.as_bytes());
             incoming.deadline = deadline;
             let reply = server.handle(incoming).await;
-            reply.body.unwrap()["result"]["structuredContent"]["left_ms"]
+            reply.body_value().unwrap()["result"]["structuredContent"]["left_ms"]
                 .as_u64()
                 .unwrap()
         }
@@ -474,7 +474,7 @@ async fn a_tool_that_ignores_its_deadline_is_stopped_by_the_engine() {
     let record = reply.call.clone().unwrap();
     assert_eq!(record.stats.deadline_phase, Some("tool"));
     assert!(record.is_error);
-    let result = &reply.body.unwrap()["result"];
+    let result = &reply.body_value().unwrap()["result"];
     assert_eq!(result["isError"], true);
     let detail = &result["structuredContent"];
     assert_eq!(detail["code"], "deadline_exceeded");

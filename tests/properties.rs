@@ -165,7 +165,7 @@ proptest! {
         let server = Server::builder("t", "1").tools(tools).response_budget(budget).build().unwrap();
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "blob"}}).to_string();
         let reply = runtime().block_on(server.handle(Incoming::new(body.as_bytes())));
-        let result = &reply.body.unwrap()["result"];
+        let result = &reply.body_value().unwrap()["result"];
         let bytes = serde_json::to_vec(result).unwrap().len();
         prop_assert!(bytes <= budget, "{} > {}", bytes, budget);
         // What fits arrives whole; what does not is replaced, never cut.

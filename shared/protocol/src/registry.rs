@@ -411,20 +411,6 @@ mod tests {
     }
 
     #[test]
-    fn wire_form_is_the_serialised_struct() {
-        let detail = json!({"code": "x", "nested": [1, {"a": null}]});
-        for result in [
-            CallToolResult::text("plain"),
-            CallToolResult::structured(json!({"count": 2, "events": [{"id": 1}, {"id": 2}]})),
-            CallToolResult::error("bad"),
-            CallToolResult::structured_error("over", detail),
-        ] {
-            let expected = serde_json::to_value(&result).unwrap();
-            assert_eq!(Value::from(result), expected);
-        }
-    }
-
-    #[test]
     fn names_outside_the_safe_alphabet_are_refused() {
         for bad in ["", "has space", "slash/name", "é", &"x".repeat(65)] {
             let err = Tools::new()

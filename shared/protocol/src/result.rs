@@ -3,6 +3,7 @@
 //! nothing else in the crate, so the registry, the request context and the server all build on
 //! it without importing each other.
 
+use std::borrow::Cow;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -30,46 +31,35 @@ pub struct InputRequired {
 }
 
 /// A `tools/call` result (2025-11-25 schema `CallToolResult`). Built by its constructors
-/// only, so the serialised length of its structured content, where a constructor
-/// serialised it already (for the text mirror), stays true of what is sent.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// only, so what it knows of its own serialised form stays true of what is sent.
+#[derive(Debug, Clone, PartialEq)]
 pub struct CallToolResult {
     content: Vec<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    structured_content: Option<Value>,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    structured: Structured,
     pub is_error: bool,
     /// What the call did, for the request's log record and metrics. Never sent.
-    #[serde(skip)]
     pub stats: CallStats,
-    /// Serialised lengths a constructor knows already, because it wrote the text mirror.
-    #[serde(skip)]
-    mirror: Option<MirrorLens>,
 }
 
-/// `serde_json::to_string(..).len()` of the structured content and of the content blocks
-/// (one text block holding its mirror).
+/// A result's `structuredContent`.
+#[derive(Debug, Clone, PartialEq)]
+enum Structured {
+    None,
+    /// Sent as this tree (an error's machine-readable detail).
+    Tree(Value),
+    /// The text of the first content block, which is compact JSON exactly as serde_json
+    /// writes it: sent once as that text block and once, the same bytes, as
+    /// `structuredContent`. No tree of it is kept: a list result is written item by item
+    /// from its rows and never exists as a `Value` (issue 18).
+    Mirrored(MirrorLens),
+}
+
+/// Serialised lengths of a mirrored result: of the structured content and of the content
+/// blocks (one text block holding the mirror), as `serde_json::to_string(..).len()`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct MirrorLens {
     structured: usize,
     content: usize,
-}
-
-/// The wire form, built by moving the parts rather than by `serde_json::to_value`, which
-/// would deep-copy every value of a (possibly large) structured result.
-impl From<CallToolResult> for Value {
-    fn from(result: CallToolResult) -> Self {
-        let mut wire = Map::with_capacity(3);
-        wire.insert("content".into(), Value::Array(result.content));
-        if let Some(structured) = result.structured_content {
-            wire.insert("structuredContent".into(), structured);
-        }
-        if result.is_error {
-            wire.insert("isError".into(), Value::Bool(true));
-        }
-        Value::Object(wire)
-    }
 }
 
 /// Facts about one tool call that only its body knows, reported in the request's log line
@@ -97,30 +87,29 @@ impl CallToolResult {
     pub fn structured(value: Value) -> Self {
         // serde_json::to_string writes straight into a byte buffer; `Value`'s Display goes
         // through `fmt::Write` a token at a time. Serialising a `Value` cannot fail.
-        let mirror = serde_json::to_string(&value).unwrap_or_default();
-        Self::structured_with_mirror(value, mirror)
+        Self::structured_json(serde_json::to_string(&value).unwrap_or_default())
     }
 
-    /// [`CallToolResult::structured`] for a tool that has serialised its result already
-    /// (a list that measured every item against the budget by writing it out): `mirror`
-    /// must be exactly `serde_json::to_string(&value)`, which debug builds, and so every
-    /// test, check.
-    pub fn structured_with_mirror(value: Value, mirror: String) -> Self {
-        debug_assert_eq!(
-            serde_json::to_string(&value).ok().as_deref(),
-            Some(mirror.as_str()),
-            "a structured result's mirror must be its serialised JSON"
+    /// [`CallToolResult::structured`] for a tool that has written its result as JSON text
+    /// itself (a list that measured every item against the budget by writing it out):
+    /// `json` must be a JSON object exactly as `serde_json::to_string` writes it (compact,
+    /// members in key order), which debug builds, and so every test, check. It is sent as
+    /// the text block and, the same bytes, as `structuredContent`.
+    pub fn structured_json(json: String) -> Self {
+        debug_assert!(
+            matches!(serde_json::from_str(&json), Ok(Value::Object(ref o))
+                if serde_json::to_string(o).ok().as_deref() == Some(json.as_str())),
+            "structured JSON must be an object as serde_json writes it: {json}"
         );
         // Counting what the mirror gains as a JSON string is one fast scan; escaping the text
         // only to measure it was a few percent of a 50-event call's CPU.
-        let escapes = string_escapes(mirror.as_bytes());
+        let escapes = string_escapes(json.as_bytes());
         Self {
-            mirror: Some(MirrorLens {
-                structured: mirror.len(),
-                content: EMPTY_TEXT_BLOCK.len() + mirror.len() + escapes,
+            structured: Structured::Mirrored(MirrorLens {
+                structured: json.len(),
+                content: EMPTY_TEXT_BLOCK.len() + json.len() + escapes,
             }),
-            content: vec![text_block(mirror)],
-            structured_content: Some(value),
+            content: vec![text_block(json)],
             is_error: false,
             stats: CallStats::default(),
         }
@@ -145,10 +134,9 @@ impl CallToolResult {
         });
         Self {
             content: vec![text_block(text.into()), resource],
-            structured_content: Some(detail),
+            structured: Structured::Tree(detail),
             is_error: true,
             stats: CallStats::default(),
-            mirror: None,
         }
     }
 
@@ -203,10 +191,9 @@ impl CallToolResult {
     pub fn blocks(content: Vec<Value>) -> Self {
         Self {
             content,
-            structured_content: None,
+            structured: Structured::None,
             is_error: false,
             stats: CallStats::default(),
-            mirror: None,
         }
     }
 
@@ -215,38 +202,69 @@ impl CallToolResult {
         &self.content
     }
 
-    /// Its structured content, if any.
-    pub fn structured_content(&self) -> Option<&Value> {
-        self.structured_content.as_ref()
+    /// Its structured content, if any. A mirrored result's is parsed from its text block
+    /// (for checks and tests: the request path never needs the tree).
+    pub fn structured_content(&self) -> Option<Cow<'_, Value>> {
+        match &self.structured {
+            Structured::None => None,
+            Structured::Tree(value) => Some(Cow::Borrowed(value)),
+            Structured::Mirrored(_) => self
+                .first_text()
+                .and_then(|text| serde_json::from_str(text).ok())
+                .map(Cow::Owned),
+        }
     }
 
-    /// Its first content block is a text block whose text is exactly its structured
-    /// content serialised (made by [`CallToolResult::structured`] or
-    /// [`CallToolResult::structured_with_mirror`]).
+    /// Its first content block is a text block whose text is its structured content
+    /// serialised (made by [`CallToolResult::structured`] or
+    /// [`CallToolResult::structured_json`]).
     pub(crate) fn mirrors_structured_content(&self) -> bool {
-        self.mirror.is_some()
+        matches!(self.structured, Structured::Mirrored(_))
     }
 
     /// Its structured content, taken out (a detailed failure's data).
     pub(crate) fn into_structured_content(self) -> Option<Value> {
-        self.structured_content
+        match self.structured {
+            Structured::Tree(value) => Some(value),
+            _ => self.structured_content().map(Cow::into_owned),
+        }
     }
 
-    /// The length of `serde_json::to_string(&Value::from(self))`: what the response budget
-    /// counts. Where a constructor serialised the structured content already, its length
-    /// and that of the text block mirroring it are reused instead of walking the tree a
-    /// second time and escaping the mirror only to count it.
+    /// The JSON-RPC `result`, its parts moved rather than copied (`serde_json::to_value`
+    /// would deep-copy a possibly large tree). A mirrored result's `structuredContent` is a
+    /// `null` placeholder here: [`crate::Reply::body_json`] writes the mirror's bytes in its
+    /// place, which the caller must ask for by marking the call
+    /// [`CallRecord::structured_mirrored`].
+    pub(crate) fn into_wire(self) -> Value {
+        let mut wire = Map::with_capacity(3);
+        wire.insert("content".into(), Value::Array(self.content));
+        match self.structured {
+            Structured::None => {}
+            Structured::Tree(value) => {
+                wire.insert("structuredContent".into(), value);
+            }
+            Structured::Mirrored(_) => {
+                wire.insert("structuredContent".into(), Value::Null);
+            }
+        }
+        if self.is_error {
+            wire.insert("isError".into(), Value::Bool(true));
+        }
+        Value::Object(wire)
+    }
+
+    /// The length of the result as sent (its wire form with the mirror written as
+    /// `structuredContent`): what the response budget counts. A mirrored result's lengths
+    /// are known from its constructor, so nothing is walked or escaped only to count it.
     pub(crate) fn wire_len(&self) -> usize {
-        let content = self
-            .mirror
-            .map_or_else(|| serialized_len(&self.content), |m| m.content);
-        let structured = match &self.structured_content {
-            None => 0,
-            Some(value) => r#","structuredContent":"#.len().saturating_add(
-                self.mirror
-                    .map_or_else(|| serialized_len(value), |m| m.structured),
-            ),
+        let (content, structured) = match &self.structured {
+            Structured::Mirrored(lens) => (lens.content, Some(lens.structured)),
+            Structured::Tree(value) => (serialized_len(&self.content), Some(serialized_len(value))),
+            Structured::None => (serialized_len(&self.content), None),
         };
+        let structured = structured.map_or(0, |len| {
+            r#","structuredContent":"#.len().saturating_add(len)
+        });
         let is_error = if self.is_error {
             r#","isError":true"#.len()
         } else {
@@ -362,15 +380,26 @@ pub struct CallRecord {
     pub stats: CallStats,
     /// The response budget the call ran under, and whose it was.
     pub budget: Option<Budget>,
-    /// The result sent is a structured one whose first content block's text is its
-    /// `structuredContent` serialised, byte for byte: [`crate::Reply::body_json`] writes
-    /// those bytes for both instead of serialising the tree again.
+    /// The result sent is a mirrored one ([`CallToolResult::structured_json`]): the reply
+    /// holds a `null` placeholder for its `structuredContent`, and
+    /// [`crate::Reply::body_json`] writes the text of its first content block there.
     pub structured_mirrored: bool,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What the client receives for `result`: its wire form with a mirrored result's
+    /// `structuredContent` filled in, serialised.
+    fn sent(result: CallToolResult) -> String {
+        let structured = result.structured_content().map(Cow::into_owned);
+        let mut wire = result.into_wire();
+        if let Some(structured) = structured {
+            wire["structuredContent"] = structured;
+        }
+        serde_json::to_string(&wire).unwrap()
+    }
 
     #[test]
     fn wire_len_is_the_length_of_what_is_sent() {
@@ -379,7 +408,7 @@ mod tests {
             CallToolResult::text("plain \"text\"\n"),
             CallToolResult::error("failed"),
             CallToolResult::structured(json!({"rows": [1, "two", {"three": null}], "n": 1.5})),
-            CallToolResult::structured_with_mirror(json!([]), "[]".into()),
+            CallToolResult::structured_json("{}".into()),
             CallToolResult::structured(
                 json!({"say": "a \"quote\", a \\ backslash, a\nnewline, a \u{1} control, ünïcode"}),
             ),
@@ -388,15 +417,28 @@ mod tests {
             CallToolResult::blocks(vec![]),
         ];
         for result in results {
-            let sent = serde_json::to_string(&Value::from(result.clone())).unwrap();
-            assert_eq!(result.wire_len(), sent.len(), "{sent}");
+            let len = result.wire_len();
+            let sent = sent(result);
+            assert_eq!(len, sent.len(), "{sent}");
         }
     }
 
     #[test]
-    #[should_panic(expected = "mirror must be its serialised JSON")]
+    fn a_mirrored_result_is_its_text_twice() {
+        let value = json!({"count": 2, "events": [{"id": 1}, {"id": 2}], "say": "\"q\""});
+        let result = CallToolResult::structured(value.clone());
+        assert_eq!(result.structured_content().as_deref(), Some(&value));
+        assert_eq!(result.first_text(), Some(value.to_string().as_str()));
+        assert_eq!(
+            serde_json::from_str::<Value>(&sent(result)).unwrap(),
+            json!({"content": [{"type": "text", "text": value.to_string()}], "structuredContent": value})
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "an object as serde_json writes it")]
     #[cfg(debug_assertions)]
-    fn a_mirror_that_is_not_the_value_is_caught() {
-        let _ = CallToolResult::structured_with_mirror(json!({"a": 1}), r#"{"a":2}"#.into());
+    fn structured_json_that_serde_json_would_not_write_is_caught() {
+        let _ = CallToolResult::structured_json(r#"{"b":1,"a":2}"#.into());
     }
 }

@@ -1,5 +1,7 @@
 //! Event rows: severities, decoding a row without panicking, and an event's JSON form.
 
+use std::borrow::Cow;
+
 use jiff::Timestamp;
 use mcp_protocol::{ToolError, object};
 use schemars::JsonSchema;
@@ -7,6 +9,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio_postgres::Row;
 use tokio_postgres::types::FromSql;
+
+use crate::outcome::{shorten_values, shortened};
 
 /// Severity names, in order: stored as 0..=5.
 pub const SEVERITIES: [&str; 6] = ["debug", "info", "notice", "warning", "error", "critical"];
@@ -54,30 +58,124 @@ pub(crate) fn col<'r, T: FromSql<'r>>(row: &'r Row, column: &str) -> Result<T, T
     })
 }
 
-/// An event as every tool returns it; `payload` only when asked for. Built with
-/// [`object`], which moves each decoded column in (`json!` would copy it once more).
-pub(crate) fn event_json(row: &Row, with_payload: bool) -> Result<Value, ToolError> {
-    let mut event = object([
-        ("id", col::<i64>(row, "id")?.into()),
-        ("entity_id", col::<String>(row, "entity_id")?.into()),
-        ("entity_type", col::<String>(row, "entity_type")?.into()),
-        ("event_type", col::<String>(row, "event_type")?.into()),
-        ("severity", severity_name(col(row, "severity")?).into()),
-        (
-            "occurred_at",
-            col::<Timestamp>(row, "occurred_at")?.to_string().into(),
-        ),
-        ("tags", col::<Vec<String>>(row, "tags")?.into()),
-        ("structured", col::<Value>(row, "structured")?),
-        (
-            "ai_summary",
-            col::<Option<String>>(row, "ai_summary")?.into(),
-        ),
-    ]);
-    if with_payload {
-        event["payload"] = col::<Option<Value>>(row, "payload")?.unwrap_or(Value::Null);
+/// An event as every tool returns it; `payload` only when asked for. Its text is borrowed
+/// from the row (a shortened value becomes owned), and it serialises, members in key order,
+/// exactly as its [`EventRow::into_value`] tree does: a list writes its events straight
+/// from the rows, with no tree per event (issue 18).
+#[derive(Debug, Serialize)]
+pub(crate) struct EventRow<'r> {
+    ai_summary: Option<Cow<'r, str>>,
+    entity_id: Cow<'r, str>,
+    entity_type: Cow<'r, str>,
+    event_type: Cow<'r, str>,
+    pub(crate) id: i64,
+    #[serde(serialize_with = "as_display")]
+    pub(crate) occurred_at: Timestamp,
+    /// `Some` only when asked for (`Some(Null)` when the event has none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    payload: Option<Value>,
+    severity: &'static str,
+    structured: Value,
+    tags: Vec<Cow<'r, str>>,
+}
+
+impl<'r> EventRow<'r> {
+    pub(crate) fn read(row: &'r Row, with_payload: bool) -> Result<Self, ToolError> {
+        Ok(Self {
+            ai_summary: col(row, "ai_summary")?,
+            entity_id: col(row, "entity_id")?,
+            entity_type: col(row, "entity_type")?,
+            event_type: col(row, "event_type")?,
+            id: col(row, "id")?,
+            occurred_at: col(row, "occurred_at")?,
+            payload: if with_payload {
+                Some(col::<Option<Value>>(row, "payload")?.unwrap_or(Value::Null))
+            } else {
+                None
+            },
+            severity: severity_name(col(row, "severity")?),
+            structured: col(row, "structured")?,
+            tags: col(row, "tags")?,
+        })
     }
-    Ok(event)
+
+    /// Cuts every text value longer than `max` bytes, as [`shorten_values`] does for a
+    /// tree; returns how many were cut.
+    pub(crate) fn shorten(&mut self, max: usize) -> usize {
+        let mut cut = 0;
+        let texts = [
+            &mut self.entity_id,
+            &mut self.entity_type,
+            &mut self.event_type,
+        ];
+        for text in texts
+            .into_iter()
+            .chain(self.ai_summary.as_mut())
+            .chain(self.tags.iter_mut())
+        {
+            if let Some(short) = shortened(text, max) {
+                *text = Cow::Owned(short);
+                cut += 1;
+            }
+        }
+        cut + shorten_values(&mut self.structured, max)
+            + self.payload.as_mut().map_or(0, |p| shorten_values(p, max))
+    }
+
+    /// Leaves out its bulky parts (payload and structured), pointing to get_event for
+    /// them; returns how many it left out.
+    pub(crate) fn omit_bulk(&mut self) -> usize {
+        let mut omitted = 0;
+        for value in [Some(&mut self.structured), self.payload.as_mut()]
+            .into_iter()
+            .flatten()
+            .filter(|v| !v.is_null())
+        {
+            *value = object([(
+                "omitted",
+                format!(
+                    "too large for a list; fetch event {} with get_event",
+                    self.id
+                )
+                .into(),
+            )]);
+            omitted += 1;
+        }
+        omitted
+    }
+
+    /// Its JSON tree, each value moved in.
+    pub(crate) fn into_value(self) -> Value {
+        let mut event = object([
+            ("id", self.id.into()),
+            ("entity_id", self.entity_id.into_owned().into()),
+            ("entity_type", self.entity_type.into_owned().into()),
+            ("event_type", self.event_type.into_owned().into()),
+            ("severity", self.severity.into()),
+            ("occurred_at", self.occurred_at.to_string().into()),
+            (
+                "tags",
+                self.tags
+                    .into_iter()
+                    .map(|t| Value::String(t.into_owned()))
+                    .collect(),
+            ),
+            ("structured", self.structured),
+            ("ai_summary", self.ai_summary.map(Cow::into_owned).into()),
+        ]);
+        if let (Some(payload), Value::Object(members)) = (self.payload, &mut event) {
+            members.insert("payload".into(), payload);
+        }
+        event
+    }
+}
+
+/// Serialises `value` as its `Display` text, without a `String` in between.
+fn as_display<T: std::fmt::Display, S: serde::Serializer>(
+    value: &T,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.collect_str(value)
 }
 
 /// The output schema of one event.

@@ -9,10 +9,8 @@ use serde_json::{Value, json};
 use tokio_postgres::types::Type;
 
 use crate::args::tool;
-use crate::event::{event_json, event_schema};
-use crate::outcome::{
-    LONG_VALUE_BYTES, STORED_TEXT_NOTICE, ToolResult, done, fail, read_rows, shorten_values,
-};
+use crate::event::{EventRow, event_schema};
+use crate::outcome::{LONG_VALUE_BYTES, STORED_TEXT_NOTICE, ToolResult, done, fail, read_rows};
 use crate::sql;
 use crate::store::{Store, tenant};
 
@@ -78,7 +76,7 @@ pub(crate) async fn load(
     let Some(row) = rows.first() else {
         return Ok(None);
     };
-    let mut event = event_json(row, true)?;
-    let shortened = shorten_values(&mut event, LONG_VALUE_BYTES);
-    Ok(Some((event, shortened)))
+    let mut event = EventRow::read(row, true)?;
+    let shortened = event.shorten(LONG_VALUE_BYTES);
+    Ok(Some((event.into_value(), shortened)))
 }

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use mcp_db::{DbError, Phase};
 use mcp_protocol::{CallStats, CallToolResult, Outcome, ToolError, string_escapes, write_object};
+use serde::Serialize;
 use serde_json::Value;
 
 pub(crate) type ToolResult = Result<Outcome<CallToolResult>, ToolError>;
@@ -43,12 +44,13 @@ impl ListText {
     /// Writes `item` after the others; returns what it adds to a structured result (once
     /// as structured content, once escaped in the text mirror, plus the comma), as
     /// [`mcp_protocol::structured_cost`] counts it. Undo with [`ListText::forget_last`].
-    pub(crate) fn push(&mut self, item: &Value) -> (usize, usize) {
+    pub(crate) fn push(&mut self, item: &impl Serialize) -> (usize, usize) {
         let start = self.items.len();
         if start > 0 {
             self.items.push(b',');
         }
-        // Writing a `Value` into a Vec cannot fail.
+        // Writing into a Vec cannot fail, nor can serialising an item made of strings,
+        // numbers and `Value`s.
         let _ = serde_json::to_writer(&mut self.items, item);
         let written = &self.items[start..];
         let escapes = string_escapes(written);
@@ -61,30 +63,28 @@ impl ListText {
         self.items.truncate(start);
     }
 
-    /// The result for `value`, an object whose member `key` is the array of the items
-    /// written here, in order: its text mirror is `value` serialised with those bytes in
-    /// place of the array (serde_json writes an object's members in key order, as
-    /// iterating the map gives them).
+    /// The result for `value`, an object whose member `key` (a placeholder there, which
+    /// fixes its place in key order) is the array of the items written here, in order: the
+    /// result's JSON is `value` serialised with those bytes in place of the placeholder.
     pub(crate) fn done(self, value: Value, key: &str, stats: CallStats) -> ToolResult {
         let Value::Object(object) = &value else {
             return done(value, stats);
         };
         let mut text = Vec::with_capacity(self.items.len() + 1024);
         write_object(&mut text, object, |text, name, _| {
-            if name != key {
-                return false;
+            name == key && {
+                text.push(b'[');
+                text.extend_from_slice(&self.items);
+                text.push(b']');
+                true
             }
-            text.push(b'[');
-            text.extend_from_slice(&self.items);
-            text.push(b']');
-            true
         });
         match String::from_utf8(text) {
-            Ok(mirror) => Ok(Outcome::Complete(
-                CallToolResult::structured_with_mirror(value, mirror).with_stats(stats),
+            Ok(json) => Ok(Outcome::Complete(
+                CallToolResult::structured_json(json).with_stats(stats),
             )),
-            // serde_json writes UTF-8; should it ever not, the result is serialised anew.
-            Err(_) => done(value, stats),
+            // serde_json writes UTF-8; should it ever not, nothing half-made is sent.
+            Err(e) => Err(ToolError::Internal(Box::new(e))),
         }
     }
 }
@@ -106,20 +106,34 @@ pub(crate) fn fail(message: impl Into<String>) -> ToolResult {
 /// many values were cut.
 pub(crate) fn shorten_values(value: &mut Value, max: usize) -> usize {
     match value {
-        Value::String(s) if s.len() > max => {
-            let mut end = max;
-            while !s.is_char_boundary(end) {
-                end -= 1;
+        Value::String(s) => match shortened(s, max) {
+            Some(short) => {
+                *s = short;
+                1
             }
-            let total = s.len();
-            s.truncate(end);
-            s.push_str(&format!("…[cut: {total} bytes in all]"));
-            1
-        }
+            None => 0,
+        },
         Value::Array(items) => items.iter_mut().map(|v| shorten_values(v, max)).sum(),
         Value::Object(map) => map.values_mut().map(|v| shorten_values(v, max)).sum(),
         _ => 0,
     }
+}
+
+/// `text` cut at `max` bytes (at a character boundary) with a marker saying how long it
+/// was, if it is longer than that.
+pub(crate) fn shortened(text: &str, max: usize) -> Option<String> {
+    if text.len() <= max {
+        return None;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    Some(format!(
+        "{}…[cut: {} bytes in all]",
+        &text[..end],
+        text.len()
+    ))
 }
 
 /// What a caller sees for each database failure; details go to the log only.

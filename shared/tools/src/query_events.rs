@@ -15,9 +15,9 @@ use tokio_postgres::types::Type;
 
 use crate::args::{tool, window};
 use crate::cursor::{Position, filter_hash};
-use crate::event::{Severity, col, event_json, event_schema};
+use crate::event::{EventRow, Severity, event_schema};
 use crate::outcome::{
-    LIST_VALUE_BYTES, ListText, PAGE_OVERHEAD_BYTES, STORED_TEXT_NOTICE, ToolResult, shorten_values,
+    LIST_VALUE_BYTES, ListText, PAGE_OVERHEAD_BYTES, STORED_TEXT_NOTICE, ToolResult,
 };
 use crate::sql::QUERY_EVENTS_SQL;
 use crate::store::{Store, tenant};
@@ -184,8 +184,9 @@ async fn run(store: Arc<Store>, mut args: Args, ctx: RequestContext) -> ToolResu
     };
     page.text.done(
         object([
-            ("count", page.events.len().into()),
-            ("events", page.events.into()),
+            ("count", page.count.into()),
+            // Written from the page's text: see ListText::done.
+            ("events", Value::Null),
             ("limit", limit.into()),
             ("truncated", page.more.into()),
             ("stopped_by", page.stopped_by.into()),
@@ -203,8 +204,9 @@ struct Page {
     limit: usize,
     room: usize,
     with_payload: bool,
-    events: Vec<Value>,
-    /// The same events, serialised as they were measured.
+    /// Events taken.
+    count: usize,
+    /// The events, serialised as they were measured.
     text: ListText,
     used: usize,
     last: Option<Position>,
@@ -224,7 +226,7 @@ impl Page {
             limit,
             room,
             with_payload,
-            events: Vec::new(),
+            count: 0,
             text: ListText::default(),
             used: 0,
             last: None,
@@ -239,7 +241,7 @@ impl Page {
     /// Takes `row` if it fits; says stop at the first row that does not (the limit+1 probe
     /// row, or one that would cross the byte budget) or cannot be read.
     fn offer(&mut self, row: &Row) -> ControlFlow<()> {
-        if self.events.len() == self.limit {
+        if self.count == self.limit {
             return self.stop("limit");
         }
         match self.take(row) {
@@ -252,24 +254,17 @@ impl Page {
     }
 
     fn take(&mut self, row: &Row) -> Result<ControlFlow<()>, ToolError> {
-        let mut event = event_json(row, self.with_payload)?;
+        let mut event = EventRow::read(row, self.with_payload)?;
         let position = Position {
-            at: col(row, "occurred_at")?,
-            id: col(row, "id")?,
+            at: event.occurred_at,
+            id: event.id,
         };
-        let mut shortened = shorten_values(&mut event, LIST_VALUE_BYTES);
+        let mut shortened = event.shorten(LIST_VALUE_BYTES);
         let (start, mut cost) = self.text.push(&event);
         if cost > self.room / 4 {
             // One event as big as a quarter of the budget would crowd out the page: its
             // bulky parts are left for get_event, so the page still makes progress.
-            for field in ["payload", "structured"] {
-                if let Some(v) = event.get_mut(field)
-                    && !v.is_null()
-                {
-                    *v = json!({ "omitted": format!("too large for a list; fetch event {} with get_event", position.id) });
-                    shortened += 1;
-                }
-            }
+            shortened += event.omit_bulk();
             self.text.forget_last(start);
             cost = self.text.push(&event).1;
         }
@@ -280,7 +275,7 @@ impl Page {
         self.used += cost;
         self.shortened += shortened;
         self.last = Some(position);
-        self.events.push(event);
+        self.count += 1;
         Ok(ControlFlow::Continue(()))
     }
 

@@ -2,7 +2,7 @@
 //! tenant-scoped transaction, so row-level security decides which rows exist; none takes
 //! caller text other than as a bound parameter.
 
-/// The columns of an event row, in the order `event_json` names them.
+/// The columns of an event row, as `EventRow::read` reads them.
 macro_rules! event_columns {
     () => {
         "id, entity_id, entity_type, event_type, severity, occurred_at, tags, structured, ai_summary"

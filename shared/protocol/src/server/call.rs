@@ -114,24 +114,20 @@ impl Server {
                 record.stats = result.stats.clone();
                 if self.check_outputs
                     && !result.is_error
-                    && !tool.output_conforms(result.structured_content())
+                    && !tool.output_conforms(result.structured_content().as_deref())
                 {
                     // "Servers MUST provide structured results that conform to this schema":
                     // a non-conforming result is our bug, never the client's problem.
                     tracing::error!(tool.name = %p.name, "structured result does not match the tool's output schema");
                     return Err(RpcError::Internal);
                 }
-                let mirrored = result.mirrors_structured_content();
-                let (value, over) = within_budget(result, budget, &p.name);
-                record.over_budget = over;
-                record.structured_mirrored = mirrored && !over;
-                Ok(value)
+                Ok(sent(result, budget, &p.name, record))
             }
             Ok(Outcome::InputRequired(ir)) => input_required(ir, version),
             Err(ToolError::Execution(message)) => Ok(to_value(CallToolResult::error(message))),
             Err(ToolError::Detailed(result)) => {
                 record.stats = result.stats.clone();
-                Ok(to_value(*result))
+                Ok(sent(*result, budget, &p.name, record))
             }
             Err(e) => Err(body_error(e, "tools/call", &p.name)),
         }
@@ -324,6 +320,17 @@ fn missing_capabilities(required: &[String], ctx: &RequestContext) -> Option<Val
     (!missing.is_empty()).then_some(Value::Object(missing))
 }
 
+/// What is sent for a body's `result`, within `budget`, noted in `record`: whether it was
+/// over the budget, and whether it is a mirrored result whose `structuredContent` the reply
+/// writes from its text block.
+fn sent(result: CallToolResult, budget: usize, tool: &str, record: &mut CallRecord) -> Value {
+    let mirrored = result.mirrors_structured_content();
+    let (value, over) = within_budget(result, budget, tool);
+    record.over_budget = over;
+    record.structured_mirrored = mirrored && !over;
+    value
+}
+
 /// Enforces the response budget at the dispatch boundary, whatever the tool: a result
 /// whose serialised form is over `budget` never reaches the client; a small `isError`
 /// result in its place says how big it was and how to ask for less. Measured without
@@ -397,5 +404,5 @@ impl std::fmt::Display for ErrorChain<'_> {
 }
 
 fn to_value(result: CallToolResult) -> Value {
-    Value::from(result)
+    result.into_wire()
 }

@@ -49,7 +49,11 @@ impl<'a> Incoming<'a> {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Reply {
     pub status: u16,
-    pub body: Option<Value>,
+    /// The body, except that a mirrored tool result's `structuredContent` is a `null`
+    /// placeholder for the text of its first content block (see
+    /// [`CallRecord::structured_mirrored`]): read it with [`Reply::body_json`] or
+    /// [`Reply::body_value`].
+    pub(crate) body: Option<Value>,
     /// The revision the reply was produced under.
     pub version: ProtocolVersion,
     /// The JSON-RPC method, when one was read (for logs).
@@ -78,50 +82,77 @@ impl Reply {
 }
 
 impl Reply {
-    /// The body as JSON text, as `serde_json::to_string` writes it. The `structuredContent`
-    /// of a tool result that mirrors it in its first text block (the usual case, and the
-    /// bulk of a list's bytes) is written from that text rather than by serialising its
-    /// tree a second time.
+    /// The body as JSON text, exactly what is sent. The `structuredContent` of a mirrored
+    /// tool result (the usual case, and the bulk of a list's bytes) is written from the text
+    /// of its first content block, the only form in which it exists.
     pub fn body_json(&self) -> Option<String> {
         let body = self.body.as_ref()?;
         let mirrored = self.call.as_ref().is_some_and(|c| c.structured_mirrored);
-        let spliced = match body {
-            Value::Object(message) if mirrored => write_with_mirror(message),
-            _ => None,
-        };
-        debug_assert!(
-            spliced.is_none() || spliced == serde_json::to_string(body).ok(),
-            "a mirrored result's text must be its structured content serialised"
-        );
-        // Serialising a `Value` cannot fail.
-        Some(spliced.unwrap_or_else(|| serde_json::to_string(body).unwrap_or_default()))
+        let mut out = Vec::with_capacity(256);
+        if mirrored {
+            write_message_or_batch(&mut out, body);
+        } else {
+            // Writing a `Value` into a Vec cannot fail.
+            let _ = serde_json::to_writer(&mut out, body);
+        }
+        // serde_json writes UTF-8, and the mirror spliced in is a `String`.
+        String::from_utf8(out).ok()
+    }
+
+    /// The body as the client parses it (for tests and tools; the transport sends
+    /// [`Reply::body_json`]).
+    pub fn body_value(&self) -> Option<Value> {
+        serde_json::from_str(&self.body_json()?).ok()
     }
 }
 
-/// `message` (a JSON-RPC response) serialised with its result's `structuredContent` taken
-/// from the result's first text block; `None` when the message has no such pair.
-fn write_with_mirror(message: &Map<String, Value>) -> Option<String> {
-    let result = message.get("result")?.as_object()?;
-    result.get("structuredContent")?;
-    let mirror = result.get("content")?.get(0)?.get("text")?.as_str()?;
-    let mut out = Vec::with_capacity(2 * mirror.len() + 256);
-    write_object(&mut out, message, |out, name, value| {
-        if name != "result" {
-            return false;
+/// Writes a response, or a batch of them, with the mirrored tool result's
+/// `structuredContent` written from its text block. A batch holds at most one `tools/call`,
+/// and no other method's result has `structuredContent`.
+fn write_message_or_batch(out: &mut Vec<u8>, body: &Value) {
+    match body {
+        Value::Object(message) => write_message(out, message),
+        Value::Array(batch) => {
+            out.push(b'[');
+            for (i, entry) in batch.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_message_or_batch(out, entry);
+            }
+            out.push(b']');
         }
+        other => {
+            let _ = serde_json::to_writer(&mut *out, other);
+        }
+    }
+}
+
+/// `message` (a JSON-RPC response) serialised with its result's `structuredContent`
+/// placeholder replaced by the text of the result's first content block.
+fn write_message(out: &mut Vec<u8>, message: &Map<String, Value>) {
+    write_object(out, message, |out, name, value| {
         let Value::Object(result) = value else {
             return false;
         };
+        let mirror = result
+            .get("content")
+            .and_then(|c| c.get(0))
+            .and_then(|block| block.get("text"))
+            .and_then(Value::as_str);
+        let (true, Some(Value::Null), Some(mirror)) =
+            (name == "result", result.get("structuredContent"), mirror)
+        else {
+            return false;
+        };
         write_object(out, result, |out, name, _| {
-            if name != "structuredContent" {
-                return false;
+            name == "structuredContent" && {
+                out.extend_from_slice(mirror.as_bytes());
+                true
             }
-            out.extend_from_slice(mirror.as_bytes());
-            true
         });
         true
     });
-    String::from_utf8(out).ok()
 }
 
 #[cfg(test)]
@@ -141,31 +172,54 @@ mod tests {
     }
 
     #[test]
-    fn a_mirrored_result_is_written_as_serde_json_writes_it() {
+    fn a_mirrored_result_is_written_from_its_text() {
         let structured = json!({"events": [{"id": 1, "say": "\"hi\"\n"}], "count": 1, "ü": null});
         let mirror = serde_json::to_string(&structured).unwrap();
-        let body = json!({"jsonrpc": "2.0", "id": 7, "result": {
-            "content": [{"type": "text", "text": mirror}],
-            "structuredContent": structured,
-            "_meta": {"x": 1},
-        }});
-        let expected = serde_json::to_string(&body).unwrap();
-        assert_eq!(
-            reply(body.clone(), true).body_json(),
-            Some(expected.clone())
-        );
-        assert_eq!(reply(body, false).body_json(), Some(expected));
+        let result = |structured: Value| {
+            json!({
+                "content": [{"type": "text", "text": mirror}],
+                "structuredContent": structured,
+                "_meta": {"x": 1},
+            })
+        };
+        let held = json!({"jsonrpc": "2.0", "id": 7, "result": result(Value::Null)});
+        let sent = json!({"jsonrpc": "2.0", "id": 7, "result": result(structured.clone())});
+        let expected = serde_json::to_string(&sent).unwrap();
+        assert_eq!(reply(held.clone(), true).body_json(), Some(expected));
+        assert_eq!(reply(held.clone(), true).body_value(), Some(sent.clone()));
+        // In a batch, beside other answers.
+        let other = json!({"jsonrpc": "2.0", "id": 8, "result": {"tools": []}});
+        let batch = reply(json!([other, held]), true);
+        assert_eq!(batch.body_value(), Some(json!([other, sent])));
     }
 
     #[test]
     fn bodies_without_a_mirror_are_serialised_whole() {
-        for body in [
-            json!([{"jsonrpc": "2.0", "id": 1, "result": {}}]),
-            json!({"jsonrpc": "2.0", "id": 1, "result": {"structuredContent": {}}}),
-            json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32603, "message": "x"}}),
+        // (body, whether it holds a mirror's placeholder)
+        for (body, placeholder) in [
+            (json!([{"jsonrpc": "2.0", "id": 1, "result": {}}]), false),
+            (
+                json!({"jsonrpc": "2.0", "id": 1, "result": {"structuredContent": {}}}),
+                false,
+            ),
+            (
+                json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32603, "message": "x"}}),
+                false,
+            ),
+            // Only a call marked as mirrored has its placeholder filled.
+            (
+                json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "{}"}], "structuredContent": null}}),
+                true,
+            ),
         ] {
             let expected = serde_json::to_string(&body).unwrap();
-            assert_eq!(reply(body, true).body_json(), Some(expected));
+            assert_eq!(
+                reply(body.clone(), false).body_json(),
+                Some(expected.clone())
+            );
+            if !placeholder {
+                assert_eq!(reply(body, true).body_json(), Some(expected));
+            }
         }
         assert_eq!(
             Reply::new(202, None, ProtocolVersion::ASSUMED_WITHOUT_HEADER).body_json(),

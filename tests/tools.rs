@@ -19,6 +19,10 @@ impl std::fmt::Display for Broken {
 impl std::error::Error for Broken {}
 
 fn app_with_test_tools() -> App {
+    app_with_test_tools_checking(true)
+}
+
+fn app_with_test_tools_checking(outputs: bool) -> App {
     let mut tools = Tools::new();
     tools
         .register(ToolDef::new(
@@ -49,7 +53,11 @@ fn app_with_test_tools() -> App {
         .unwrap();
     App::new(
         fixture_config(),
-        Server::builder("t", "0").tools(tools).build().unwrap(),
+        Server::builder("t", "0")
+            .tools(tools)
+            .check_outputs(outputs)
+            .build()
+            .unwrap(),
     )
 }
 
@@ -128,6 +136,23 @@ async fn internal_failures_and_schema_violations_leak_nothing() {
             "{raw}"
         );
     }
+}
+
+/// A server that does not check results (release builds of the function) drops its output
+/// validators and sends what the tool made; every listing still carries the schema.
+#[tokio::test]
+async fn results_are_unchecked_only_where_outputs_are_not_checked() {
+    let app = app_with_test_tools_checking(false);
+    let a = call(&app, "liar", None).await;
+    assert_eq!(a.result()["structuredContent"], json!({"count": "many"}));
+    let listed = legacy(&app, "2025-11-25", "tools/list", json!({})).await;
+    let liar = &listed.result()["tools"][1];
+    assert_eq!(liar["name"], "liar");
+    assert_eq!(
+        liar["outputSchema"]["properties"]["count"]["type"],
+        "integer"
+    );
+    assert_eq!(liar["inputSchema"]["additionalProperties"], false);
 }
 
 #[tokio::test]

@@ -12,6 +12,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::context::RequestContext;
+use crate::json::object;
 use crate::result::{CallToolResult, Outcome, ToolError};
 
 /// A boxed, sendable future: what every async body returns.
@@ -154,7 +155,8 @@ impl ToolDef {
     }
 }
 
-/// A registered tool: its definition plus compiled schema validators.
+/// A registered tool: its definition (its schemas moved into its listing) plus compiled
+/// schema validators.
 pub struct Tool {
     def: ToolDef,
     input_validator: jsonschema::Validator,
@@ -230,7 +232,7 @@ impl Tool {
     }
 
     /// Returns true if and only if `structured` conforms to the declared output schema (or
-    /// no output schema was declared).
+    /// no output schema was declared, or the server that holds it does not check results).
     pub fn output_conforms(&self, structured: Option<&Value>) -> bool {
         match (&self.output_validator, structured) {
             (None, _) => true,
@@ -326,17 +328,21 @@ impl Tools {
             Some(schema) => Some(compile(&def.name, "output", schema)?),
             None => None,
         };
-        let mut listing = json!({
-            "name": def.name,
-            "description": def.description,
-            "inputSchema": def.input_schema,
-            "annotations": def.annotations,
-        });
-        if let Some(title) = &def.title {
-            listing["title"] = json!(title);
-        }
-        if let Some(schema) = &def.output_schema {
-            listing["outputSchema"] = schema.clone();
+        // The schemas move into the listing (the only place they are read from after
+        // this): each sandbox holds one copy of them, not two (issue 18).
+        let mut listing = object([
+            ("name", def.name.clone().into()),
+            ("description", def.description.clone().into()),
+            ("inputSchema", std::mem::take(&mut def.input_schema)),
+            ("annotations", json!(def.annotations)),
+        ]);
+        if let Value::Object(members) = &mut listing {
+            if let Some(title) = &def.title {
+                members.insert("title".into(), title.clone().into());
+            }
+            if let Some(schema) = def.output_schema.take() {
+                members.insert("outputSchema".into(), schema);
+            }
         }
         self.all_scopes.extend(def.required_scopes.iter().cloned());
         self.all_scopes.sort();
@@ -360,6 +366,14 @@ impl Tools {
 
     pub fn is_empty(&self) -> bool {
         self.tools.is_empty()
+    }
+
+    /// Drops the compiled output validators, for a server that does not check results
+    /// (each tool's schema was still checked when it was registered).
+    pub(crate) fn forget_output_validators(&mut self) {
+        for tool in &mut self.tools {
+            tool.output_validator = None;
+        }
     }
 
     /// Every scope any tool requires, sorted: the `scopes_supported` of the protected

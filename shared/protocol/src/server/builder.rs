@@ -103,10 +103,14 @@ impl ServerBuilder {
     ///
     /// [`BuildError::NothingOffered`] when no tool, resource or prompt is registered: such
     /// a server could only answer `initialize`, which would tell a client it is healthy.
-    pub fn build(self) -> Result<Server, BuildError> {
-        let s = &self.server;
+    pub fn build(mut self) -> Result<Server, BuildError> {
+        let s = &mut self.server;
         if s.tools.is_empty() && s.resources.is_empty() && s.prompts.is_none() {
             return Err(BuildError::NothingOffered);
+        }
+        if !s.check_outputs {
+            // Nothing would read them: about 75 KB a sandbox for the event-store tools.
+            s.tools.forget_output_validators();
         }
         Ok(self.server)
     }

@@ -3,8 +3,11 @@
 // the authorization server fetches), and the scope step-up: the user first consents without
 // events:read, the endpoint answers the tool call with 403 insufficient_scope naming it, the
 // SDK sends the user back for that scope, and the call then succeeds with the user's tenant.
+// With MCP_VIA_BRIDGE=1 the authorization server is the OAuth bridge (functions/oauth): it
+// fetches the document itself, the user signs in at its upstream issuer, whose groups decide the
+// scopes (there is no per-scope consent to deny, so no step-up), and the token is the bridge's.
 // Usage (from tests/clients): AS_ISSUER=... MCP_URL=... PG_DATABASE=... CIMD_CERT=... CIMD_KEY=...
-//   node oauth_ts2.mjs
+//   [MCP_VIA_BRIDGE=1] node oauth_ts2.mjs
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:https';
@@ -12,7 +15,7 @@ import { createServer } from 'node:https';
 import { Client, StreamableHTTPClientTransport, UnauthorizedError } from '@modelcontextprotocol/client';
 
 import {
-  MCP_URL, MemoryProvider, callbackListener, checkAuthorizationRequest, checkEvents, claimsOf, closeBrowser,
+  ISSUER, MCP_URL, MemoryProvider, callbackListener, checkAuthorizationRequest, checkEvents, claimsOf, closeBrowser,
   matchingIds, tenantsOf,
   launchBrowser, signIn,
 } from './oauth_kit.mjs';
@@ -36,6 +39,7 @@ const document = {
   response_types: ['code'],
   token_endpoint_auth_method: 'none',
 };
+const viaBridge = process.env.MCP_VIA_BRIDGE === '1';
 const browser = await launchBrowser();
 const context = await browser.newContext();
 const provider = new MemoryProvider({ redirectUrl: callback.url, clientName: document.client_name, clientMetadataUrl: clientId });
@@ -54,30 +58,46 @@ try {
   const [first] = provider.authorizationUrls;
   checkAuthorizationRequest(first, { clientId, scope: 'events:read' });
 
-  // The user unchecks events:read on the consent page.
-  const denied = await signIn(context, first, { user: 'bob', deny: ['events:read'] });
-  assert.deepEqual(denied.steps, ['login', 'consent']);
-  assert.ok(fetched >= 1, 'the authorization server fetched the metadata document');
-  let t = transport();
-  provider.finishing(denied.url);
-  await t.finishAuth(denied.url.searchParams);
-  const narrow = claimsOf(provider.tokens().access_token);
-  assert.equal(narrow.aud, MCP_URL);
-  assert.ok(!(narrow.scope ?? '').split(' ').includes('events:read'), `scope ${narrow.scope}`);
+  let t;
+  let client;
+  if (viaBridge) {
+    // Signed in at the upstream issuer; the bridge maps bob's group to events:read.
+    const signed = await signIn(context, first, { user: 'bob' });
+    assert.deepEqual(signed.steps, ['login', 'consent']);
+    assert.ok(fetched >= 1, 'the bridge fetched the metadata document');
+    t = transport();
+    provider.finishing(signed.url);
+    await t.finishAuth(signed.url.searchParams);
+    const claims = claimsOf(provider.tokens().access_token);
+    assert.equal(claims.iss, ISSUER, 'a token of the bridge');
+    assert.equal(claims.aud, MCP_URL);
+    assert.ok(claims.scope.split(' ').includes('events:read'), `scope ${claims.scope}`);
+  } else {
+    // The user unchecks events:read on the consent page.
+    const denied = await signIn(context, first, { user: 'bob', deny: ['events:read'] });
+    assert.deepEqual(denied.steps, ['login', 'consent']);
+    assert.ok(fetched >= 1, 'the authorization server fetched the metadata document');
+    t = transport();
+    provider.finishing(denied.url);
+    await t.finishAuth(denied.url.searchParams);
+    const narrow = claimsOf(provider.tokens().access_token);
+    assert.equal(narrow.aud, MCP_URL);
+    assert.ok(!(narrow.scope ?? '').split(' ').includes('events:read'), `scope ${narrow.scope}`);
 
-  // The call needs events:read: 403 insufficient_scope, and the SDK asks for it.
-  let client = await connect(t);
-  await assert.rejects(client.callTool({ name: 'query_events', arguments: { limit: 5 } }), UnauthorizedError);
-  assert.equal(provider.authorizationUrls.length, 2, 'the SDK started a step-up authorization');
-  const stepUp = provider.authorizationUrls[1];
-  checkAuthorizationRequest(stepUp, { clientId, scope: 'events:read' });
-  // Signed in already: only the consent page, this time allowing everything.
-  const allowed = await signIn(context, stepUp, { user: 'bob' });
-  assert.deepEqual(allowed.steps, ['consent']);
-  t = transport();
-  provider.finishing(allowed.url);
-  await t.finishAuth(allowed.url.searchParams);
-  assert.ok(claimsOf(provider.tokens().access_token).scope.split(' ').includes('events:read'));
+    // The call needs events:read: 403 insufficient_scope, and the SDK asks for it.
+    client = await connect(t);
+    await assert.rejects(client.callTool({ name: 'query_events', arguments: { limit: 5 } }), UnauthorizedError);
+    assert.equal(provider.authorizationUrls.length, 2, 'the SDK started a step-up authorization');
+    const stepUp = provider.authorizationUrls[1];
+    checkAuthorizationRequest(stepUp, { clientId, scope: 'events:read' });
+    // Signed in already: only the consent page, this time allowing everything.
+    const allowed = await signIn(context, stepUp, { user: 'bob' });
+    assert.deepEqual(allowed.steps, ['consent']);
+    t = transport();
+    provider.finishing(allowed.url);
+    await t.finishAuth(allowed.url.searchParams);
+    assert.ok(claimsOf(provider.tokens().access_token).scope.split(' ').includes('events:read'));
+  }
 
   client = await connect(t);
   const tools = await client.listTools();
@@ -101,7 +121,8 @@ try {
   assert.deepEqual(matchingIds('connection reset', ids), [...ids].sort((a, b) => a - b));
   await client.close();
   console.log(
-    `typescript sdk v2 oauth (CIMD, PKCE, browser sign-in, scope step-up): ok, ${n} events of tenant-b; ` +
+    `typescript sdk v2 oauth${viaBridge ? ' through the bridge' : ''} (CIMD, PKCE, browser sign-in${viaBridge ? ' upstream' : ', scope step-up'}): ` +
+      `ok, ${n} events of tenant-b; ` +
       `${provider.authorizationUrls.length} authorization requests started by the SDK`,
   );
 } finally {

@@ -1,9 +1,11 @@
 //! The bare floor for the load benchmark: the benchmark's database work and nothing else.
 //! Each request runs exactly the read `query_events` runs for one entity (the same
 //! `mcp_db::Db::read`: TLS to the pooler, `BEGIN READ ONLY`, the tenant and timeouts set,
-//! the same SELECT (`mcp_tools::QUERY_EVENTS_SQL`) with the same parameters, `COMMIT`) and answers the rows as JSON, in the
-//! shape the load generator checks. No auth, no JSON-RPC, no schema validation, no budget:
-//! the endpoint's time minus this one is what MCP and its safety cost.
+//! the same SELECT (`mcp_tools::QUERY_EVENTS_SQL`) with the same parameters, `COMMIT`) and
+//! answers the rows as JSON in the shape the load generator checks, each event written by the
+//! endpoint's own writer (`mcp_tools::EventRow`, straight from the row). No auth, no JSON-RPC,
+//! no schema validation, no budget, no text mirror: the endpoint's time minus this one is what
+//! MCP and its safety cost.
 //!
 //! Like `serve`, `SANDBOXES` (default 16) database handles each serve one request at a time.
 //!
@@ -20,7 +22,7 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use jiff::Timestamp;
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::net::TcpListener;
 use tokio_postgres::types::Type;
 
@@ -36,7 +38,8 @@ struct Floor {
     limit: i64,
 }
 
-async fn rows(floor: &Floor) -> Result<Vec<Value>, mcp_db::DbError> {
+/// The rows of one page (and the probe row past it).
+async fn rows(floor: &Floor) -> Result<Vec<tokio_postgres::Row>, mcp_db::DbError> {
     let i = floor.next.fetch_add(1, Ordering::Relaxed) % floor.dbs.len();
     let deadline = Instant::now() + Duration::from_secs(5);
     let limit = floor.limit;
@@ -48,60 +51,67 @@ async fn rows(floor: &Floor) -> Result<Vec<Value>, mcp_db::DbError> {
                 let none_time: Option<Timestamp> = None;
                 let none_id: Option<i64> = None;
                 let probe = limit + 1;
-                let rows = tx
-                    .query(
-                        mcp_tools::QUERY_EVENTS_SQL,
-                        &[
-                            (&entity, Type::TEXT),
-                            (&none_text, Type::TEXT_ARRAY),
-                            (&none_time, Type::TIMESTAMPTZ),
-                            (&none_time, Type::TIMESTAMPTZ),
-                            (&none_text, Type::TEXT_ARRAY),
-                            (&none_text, Type::TEXT_ARRAY),
-                            (&0i16, Type::INT2),
-                            (&none_time, Type::TIMESTAMPTZ),
-                            (&none_id, Type::INT8),
-                            (&probe, Type::INT8),
-                            (&false, Type::BOOL),
-                        ],
-                    )
-                    .await?;
-                Ok(rows
-                    .iter()
-                    .take(limit as usize)
-                    .map(|row| {
-                        json!({
-                            "id": row.get::<_, i64>("id"),
-                            "entity_id": row.get::<_, String>("entity_id"),
-                            "entity_type": row.get::<_, String>("entity_type"),
-                            "event_type": row.get::<_, String>("event_type"),
-                            "severity": row.get::<_, i16>("severity"),
-                            "occurred_at": row.get::<_, Timestamp>("occurred_at").to_string(),
-                            "tags": row.get::<_, Vec<String>>("tags"),
-                            "structured": row.get::<_, Value>("structured"),
-                            "ai_summary": row.get::<_, Option<String>>("ai_summary"),
-                        })
-                    })
-                    .collect())
+                tx.query(
+                    mcp_tools::QUERY_EVENTS_SQL,
+                    &[
+                        (&entity, Type::TEXT),
+                        (&none_text, Type::TEXT_ARRAY),
+                        (&none_time, Type::TIMESTAMPTZ),
+                        (&none_time, Type::TIMESTAMPTZ),
+                        (&none_text, Type::TEXT_ARRAY),
+                        (&none_text, Type::TEXT_ARRAY),
+                        (&0i16, Type::INT2),
+                        (&none_time, Type::TIMESTAMPTZ),
+                        (&none_id, Type::INT8),
+                        (&probe, Type::INT8),
+                        (&false, Type::BOOL),
+                    ],
+                )
+                .await
             })
         })
         .await
+}
+
+/// `{"result":{"structuredContent":{"count":N,"events":[...]}}}`, each event written by the
+/// endpoint's writer.
+fn page(rows: &[tokio_postgres::Row]) -> Result<Vec<u8>, String> {
+    let mut out = Vec::with_capacity(16 * 1024);
+    out.extend_from_slice(
+        format!(
+            r#"{{"result":{{"structuredContent":{{"count":{},"events":["#,
+            rows.len()
+        )
+        .as_bytes(),
+    );
+    for (i, row) in rows.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        let event = mcp_tools::EventRow::read(row, false).map_err(|e| e.to_string())?;
+        // Writing into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut out, &event);
+    }
+    out.extend_from_slice(b"]}}}");
+    Ok(out)
 }
 
 async fn answer(
     floor: Arc<Floor>,
     req: hyper::Request<hyper::body::Incoming>,
 ) -> Result<hyper::Response<Full<Bytes>>, hyper::Error> {
-    // Read the request like any endpoint would; its content does not matter here.
     let _ = req.into_body().collect().await?;
-    let (status, body) = match rows(&floor).await {
-        Ok(events) => (
-            200,
-            json!({"result": {"structuredContent": {"count": events.len(), "events": events}}}),
-        ),
-        Err(e) => (500, json!({"error": e.to_string()})),
+    let (status, body) = match rows(&floor)
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|rows| {
+            let taken = &rows[..rows.len().min(floor.limit as usize)];
+            page(taken)
+        }) {
+        Ok(body) => (200, body),
+        Err(e) => (500, json!({ "error": e }).to_string().into_bytes()),
     };
-    let mut response = hyper::Response::new(Full::new(Bytes::from(body.to_string())));
+    let mut response = hyper::Response::new(Full::new(Bytes::from(body)));
     *response.status_mut() = hyper::StatusCode::from_u16(status).unwrap_or_default();
     response.headers_mut().insert(
         http::header::CONTENT_TYPE,

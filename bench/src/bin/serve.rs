@@ -49,11 +49,14 @@ async fn answer(
     let app = sandboxes.apps[i].lock().await;
     let response = app.handle(request).await;
     let (parts, body) = response.into_parts();
-    let bytes: &[u8] = &body;
-    Ok(hyper::Response::from_parts(
-        parts,
-        Full::new(Bytes::copy_from_slice(bytes)),
-    ))
+    // Moved, not copied: the adapter's own work is not the handler's.
+    let bytes = match body {
+        lambda_http::Body::Empty => Bytes::new(),
+        lambda_http::Body::Text(text) => Bytes::from(text),
+        lambda_http::Body::Binary(bytes) => Bytes::from(bytes),
+        other => Bytes::copy_from_slice(&other),
+    };
+    Ok(hyper::Response::from_parts(parts, Full::new(bytes)))
 }
 
 #[tokio::main]

@@ -62,8 +62,11 @@ pub(crate) fn col<'r, T: FromSql<'r>>(row: &'r Row, column: &str) -> Result<T, T
 /// from the row (a shortened value becomes owned), and it serialises, members in key order,
 /// exactly as its [`EventRow::into_value`] tree does: a list writes its events straight
 /// from the rows, with no tree per event (issue 18).
+///
+/// Public so that the load benchmark's bare floor writes its rows exactly as the endpoint
+/// does.
 #[derive(Debug, Serialize)]
-pub(crate) struct EventRow<'r> {
+pub struct EventRow<'r> {
     ai_summary: Option<Cow<'r, str>>,
     entity_id: Cow<'r, str>,
     entity_type: Cow<'r, str>,
@@ -80,7 +83,12 @@ pub(crate) struct EventRow<'r> {
 }
 
 impl<'r> EventRow<'r> {
-    pub(crate) fn read(row: &'r Row, with_payload: bool) -> Result<Self, ToolError> {
+    /// The event in `row` (a row of [`crate::QUERY_EVENTS_SQL`] or another event read).
+    ///
+    /// # Errors
+    ///
+    /// An execution error when a column is missing or of another type (logged here).
+    pub fn read(row: &'r Row, with_payload: bool) -> Result<Self, ToolError> {
         Ok(Self {
             ai_summary: col(row, "ai_summary")?,
             entity_id: col(row, "entity_id")?,

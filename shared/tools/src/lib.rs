@@ -32,7 +32,7 @@ use std::sync::Arc;
 use mcp_protocol::{RegistryError, Tools};
 
 pub use cursor::{CursorError, CursorKey, Position, filter_hash};
-pub use event::SEVERITIES;
+pub use event::{EventRow, SEVERITIES};
 pub use links::{EVENT_TEMPLATE, EventLinks, LinkTemplateError};
 pub use outcome::STORED_TEXT_NOTICE;
 pub use query_events::MAX_LIMIT;

@@ -38,6 +38,8 @@ pub(crate) fn done(value: Value, stats: CallStats) -> ToolResult {
 #[derive(Debug, Default)]
 pub(crate) struct ListText {
     items: Vec<u8>,
+    /// [`string_escapes`] of `items`, counted as each was written.
+    escapes: usize,
 }
 
 impl ListText {
@@ -54,12 +56,14 @@ impl ListText {
         let _ = serde_json::to_writer(&mut self.items, item);
         let written = &self.items[start..];
         let escapes = string_escapes(written);
+        self.escapes += escapes;
         let bytes = written.len() - usize::from(start > 0);
         (start, bytes * 2 + escapes + 2)
     }
 
     /// Takes back the item written at `start` (the value [`ListText::push`] returned).
     pub(crate) fn forget_last(&mut self, start: usize) {
+        self.escapes -= string_escapes(&self.items[start..]);
         self.items.truncate(start);
     }
 
@@ -71,17 +75,22 @@ impl ListText {
             return done(value, stats);
         };
         let mut text = Vec::with_capacity(self.items.len() + 1024);
+        // Where the items went, so that only the rest is scanned for escapes.
+        let mut at = (0, 0);
         write_object(&mut text, object, |text, name, _| {
             name == key && {
+                at.0 = text.len();
                 text.push(b'[');
                 text.extend_from_slice(&self.items);
                 text.push(b']');
+                at.1 = text.len();
                 true
             }
         });
+        let escapes = self.escapes + string_escapes(&text[..at.0]) + string_escapes(&text[at.1..]);
         match String::from_utf8(text) {
             Ok(json) => Ok(Outcome::Complete(
-                CallToolResult::structured_json(json).with_stats(stats),
+                CallToolResult::structured_json_with_escapes(json, escapes).with_stats(stats),
             )),
             // serde_json writes UTF-8; should it ever not, nothing half-made is sent.
             Err(e) => Err(ToolError::Internal(Box::new(e))),

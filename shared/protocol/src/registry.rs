@@ -231,13 +231,17 @@ impl Tool {
         }
     }
 
-    /// Returns true if and only if `structured` conforms to the declared output schema (or
-    /// no output schema was declared, or the server that holds it does not check results).
-    pub fn output_conforms(&self, structured: Option<&Value>) -> bool {
-        match (&self.output_validator, structured) {
-            (None, _) => true,
-            (Some(v), Some(value)) => v.is_valid(value),
-            (Some(_), None) => false,
+    /// Returns true if and only if `result`'s structured content conforms to the declared
+    /// output schema (or no output schema was declared, or the server that holds it does not
+    /// check results).
+    pub fn output_conforms(&self, result: &CallToolResult) -> bool {
+        // The structured content is looked at only where there is a schema to check it
+        // against: a result held as text is parsed back for it.
+        match &self.output_validator {
+            None => true,
+            Some(v) => result
+                .structured_content()
+                .is_some_and(|value| v.is_valid(&value)),
         }
     }
 

@@ -49,9 +49,10 @@ enum Structured {
     Tree(Value),
     /// The text of the first content block, which is compact JSON exactly as serde_json
     /// writes it: sent once as that text block and once, the same bytes, as
-    /// `structuredContent`. No tree of it is kept: a list result is written item by item
-    /// from its rows and never exists as a `Value` (issue 18).
-    Mirrored(MirrorLens),
+    /// `structuredContent`. A list result is written item by item from its rows and never
+    /// exists as a `Value` (issue 18); a result made from a tree keeps it, so that checking
+    /// it against the output schema does not parse the text back.
+    Mirrored(MirrorLens, Option<Box<Value>>),
 }
 
 /// Serialised lengths of a mirrored result: of the structured content and of the content
@@ -87,7 +88,11 @@ impl CallToolResult {
     pub fn structured(value: Value) -> Self {
         // serde_json::to_string writes straight into a byte buffer; `Value`'s Display goes
         // through `fmt::Write` a token at a time. Serialising a `Value` cannot fail.
-        Self::structured_json(serde_json::to_string(&value).unwrap_or_default())
+        let mut result = Self::structured_json(serde_json::to_string(&value).unwrap_or_default());
+        if let Structured::Mirrored(_, tree) = &mut result.structured {
+            *tree = Some(Box::new(value));
+        }
+        result
     }
 
     /// [`CallToolResult::structured`] for a tool that has written its result as JSON text
@@ -117,10 +122,13 @@ impl CallToolResult {
             "the escapes counted must be the text's"
         );
         Self {
-            structured: Structured::Mirrored(MirrorLens {
-                structured: json.len(),
-                content: EMPTY_TEXT_BLOCK.len() + json.len() + escapes,
-            }),
+            structured: Structured::Mirrored(
+                MirrorLens {
+                    structured: json.len(),
+                    content: EMPTY_TEXT_BLOCK.len() + json.len() + escapes,
+                },
+                None,
+            ),
             content: vec![text_block(json)],
             is_error: false,
             stats: CallStats::default(),
@@ -220,7 +228,8 @@ impl CallToolResult {
         match &self.structured {
             Structured::None => None,
             Structured::Tree(value) => Some(Cow::Borrowed(value)),
-            Structured::Mirrored(_) => self
+            Structured::Mirrored(_, Some(tree)) => Some(Cow::Borrowed(tree)),
+            Structured::Mirrored(_, None) => self
                 .first_text()
                 .and_then(|text| serde_json::from_str(text).ok())
                 .map(Cow::Owned),
@@ -231,7 +240,7 @@ impl CallToolResult {
     /// serialised (made by [`CallToolResult::structured`] or
     /// [`CallToolResult::structured_json`]).
     pub(crate) fn mirrors_structured_content(&self) -> bool {
-        matches!(self.structured, Structured::Mirrored(_))
+        matches!(self.structured, Structured::Mirrored(..))
     }
 
     /// Its structured content, taken out (a detailed failure's data).
@@ -255,7 +264,7 @@ impl CallToolResult {
             Structured::Tree(value) => {
                 wire.insert("structuredContent".into(), value);
             }
-            Structured::Mirrored(_) => {
+            Structured::Mirrored(..) => {
                 wire.insert("structuredContent".into(), Value::Null);
             }
         }
@@ -270,7 +279,7 @@ impl CallToolResult {
     /// are known from its constructor, so nothing is walked or escaped only to count it.
     pub(crate) fn wire_len(&self) -> usize {
         let (content, structured) = match &self.structured {
-            Structured::Mirrored(lens) => (lens.content, Some(lens.structured)),
+            Structured::Mirrored(lens, _) => (lens.content, Some(lens.structured)),
             Structured::Tree(value) => (serialized_len(&self.content), Some(serialized_len(value))),
             Structured::None => (serialized_len(&self.content), None),
         };
@@ -438,8 +447,12 @@ mod tests {
     #[test]
     fn a_mirrored_result_is_its_text_twice() {
         let value = json!({"count": 2, "events": [{"id": 1}, {"id": 2}], "say": "\"q\""});
+        // Held as text only, it is parsed back for whoever asks.
+        let text_only = CallToolResult::structured_json(value.to_string());
+        assert_eq!(text_only.structured_content().as_deref(), Some(&value));
         let result = CallToolResult::structured(value.clone());
         assert_eq!(result.structured_content().as_deref(), Some(&value));
+        assert_eq!(result.wire_len(), text_only.wire_len());
         assert_eq!(result.first_text(), Some(value.to_string().as_str()));
         assert_eq!(
             serde_json::from_str::<Value>(&sent(result)).unwrap(),

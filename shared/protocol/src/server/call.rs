@@ -112,10 +112,7 @@ impl Server {
         match run_by_deadline(tool, args, ctx).await {
             Ok(Outcome::Complete(result)) => {
                 record.stats = result.stats.clone();
-                if self.check_outputs
-                    && !result.is_error
-                    && !tool.output_conforms(result.structured_content().as_deref())
-                {
+                if self.check_outputs && !result.is_error && !tool.output_conforms(&result) {
                     // "Servers MUST provide structured results that conform to this schema":
                     // a non-conforming result is our bug, never the client's problem.
                     tracing::error!(tool.name = %p.name, "structured result does not match the tool's output schema");

@@ -44,6 +44,13 @@ const browser = await launchBrowser();
 const context = await browser.newContext();
 const provider = new MemoryProvider({ redirectUrl: callback.url, clientName: document.client_name, clientMetadataUrl: clientId });
 const transport = () => new StreamableHTTPClientTransport(new URL(MCP_URL), { authProvider: provider });
+// The SDK's half of the redirect: a new transport exchanges the code the browser came back with.
+const finish = async (url) => {
+  const t = transport();
+  provider.finishing(url);
+  await t.finishAuth(url.searchParams);
+  return t;
+};
 const connect = async (t = transport()) => {
   // Named as Claude Code names itself: in 2026-07-28 every request carries clientInfo, and the
   // endpoint sizes results for that client's documented cap (64 KiB).
@@ -65,9 +72,7 @@ try {
     const signed = await signIn(context, first, { user: 'bob' });
     assert.deepEqual(signed.steps, ['login', 'consent']);
     assert.ok(fetched >= 1, 'the bridge fetched the metadata document');
-    t = transport();
-    provider.finishing(signed.url);
-    await t.finishAuth(signed.url.searchParams);
+    t = await finish(signed.url);
     const claims = claimsOf(provider.tokens().access_token);
     assert.equal(claims.iss, ISSUER, 'a token of the bridge');
     assert.equal(claims.aud, MCP_URL);
@@ -77,9 +82,7 @@ try {
     const denied = await signIn(context, first, { user: 'bob', deny: ['events:read'] });
     assert.deepEqual(denied.steps, ['login', 'consent']);
     assert.ok(fetched >= 1, 'the authorization server fetched the metadata document');
-    t = transport();
-    provider.finishing(denied.url);
-    await t.finishAuth(denied.url.searchParams);
+    t = await finish(denied.url);
     const narrow = claimsOf(provider.tokens().access_token);
     assert.equal(narrow.aud, MCP_URL);
     assert.ok(!(narrow.scope ?? '').split(' ').includes('events:read'), `scope ${narrow.scope}`);
@@ -93,9 +96,7 @@ try {
     // Signed in already: only the consent page, this time allowing everything.
     const allowed = await signIn(context, stepUp, { user: 'bob' });
     assert.deepEqual(allowed.steps, ['consent']);
-    t = transport();
-    provider.finishing(allowed.url);
-    await t.finishAuth(allowed.url.searchParams);
+    t = await finish(allowed.url);
     assert.ok(claimsOf(provider.tokens().access_token).scope.split(' ').includes('events:read'));
   }
 

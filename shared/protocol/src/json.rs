@@ -23,18 +23,16 @@ pub fn object<const N: usize>(members: [(&str, Value); N]) -> Value {
 /// escaped: control characters in it are escaped already, and serde_json leaves non-ASCII
 /// as is.
 pub fn string_escapes(json: &[u8]) -> usize {
-    // Counted in byte-wide lanes: a chunk of 255 bytes cannot count past `u8::MAX` (no byte is
-    // both), and a `u8` sum vectorises 16 or 32 bytes to an instruction; a `usize` count per
-    // byte (`filter().count()`) widened every byte first, about 4% of a 50-event call
-    // (issue 18's profile).
-    json.chunks(255)
-        .map(|chunk| {
-            usize::from(
-                chunk
-                    .iter()
-                    .fold(0u8, |n, &b| n + u8::from(b == b'"') + u8::from(b == b'\\')),
-            )
-        })
+    count_bytes(json, |b| b == b'"' || b == b'\\')
+}
+
+/// How many bytes of `text` are `hit`. Counted in byte-wide lanes: a chunk of 255 bytes
+/// cannot count past `u8::MAX`, and a `u8` sum vectorises 16 or 32 bytes to an instruction;
+/// a `usize` count per byte (`filter().count()`) widened every byte first, about 4% of a
+/// 50-event call (issue 18's profile).
+fn count_bytes(text: &[u8], hit: impl Fn(u8) -> bool) -> usize {
+    text.chunks(255)
+        .map(|chunk| usize::from(chunk.iter().fold(0u8, |n, &b| n + u8::from(hit(b)))))
         .sum()
 }
 
@@ -47,7 +45,7 @@ pub fn string_escapes(json: &[u8]) -> usize {
 /// character after all is handed to serde_json.
 pub(crate) fn write_json_as_string(out: &mut Vec<u8>, json: &str) {
     let bytes = json.as_bytes();
-    if control_characters(bytes) > 0 {
+    if count_bytes(bytes, |b| b < 0x20) > 0 {
         let _ = serde_json::to_writer(&mut *out, json);
         return;
     }
@@ -62,14 +60,6 @@ pub(crate) fn write_json_as_string(out: &mut Vec<u8>, json: &str) {
         at += 1;
     }
     room[at] = b'"';
-}
-
-/// How many bytes of `text` are control characters (below U+0020), counted as
-/// [`string_escapes`] counts.
-fn control_characters(text: &[u8]) -> usize {
-    text.chunks(255)
-        .map(|chunk| usize::from(chunk.iter().fold(0u8, |n, &b| n + u8::from(b < 0x20))))
-        .sum()
 }
 
 /// Writes `object` as `serde_json::to_writer` would (members in the map's order), except

@@ -88,11 +88,9 @@ impl CallToolResult {
     pub fn structured(value: Value) -> Self {
         // serde_json::to_string writes straight into a byte buffer; `Value`'s Display goes
         // through `fmt::Write` a token at a time. Serialising a `Value` cannot fail.
-        let mut result = Self::structured_json(serde_json::to_string(&value).unwrap_or_default());
-        if let Structured::Mirrored(_, tree) = &mut result.structured {
-            *tree = Some(Box::new(value));
-        }
-        result
+        let json = serde_json::to_string(&value).unwrap_or_default();
+        let escapes = string_escapes(json.as_bytes());
+        Self::mirrored(json, escapes, Some(Box::new(value)))
     }
 
     /// [`CallToolResult::structured`] for a tool that has written its result as JSON text
@@ -104,13 +102,19 @@ impl CallToolResult {
         // Counting what the mirror gains as a JSON string is one fast scan; escaping the text
         // only to measure it was a few percent of a 50-event call's CPU.
         let escapes = string_escapes(json.as_bytes());
-        Self::structured_json_with_escapes(json, escapes)
+        Self::mirrored(json, escapes, None)
     }
 
     /// [`CallToolResult::structured_json`] for a tool that has counted
     /// [`string_escapes`] of `json` already, as it wrote it (a list counts each item as it
     /// measures it): one scan of a large result fewer. Debug builds check the count.
     pub fn structured_json_with_escapes(json: String, escapes: usize) -> Self {
+        Self::mirrored(json, escapes, None)
+    }
+
+    /// A result whose structured content is `json`, mirrored in its text block; `tree` is
+    /// the same content as a `Value` where the caller had one.
+    fn mirrored(json: String, escapes: usize, tree: Option<Box<Value>>) -> Self {
         debug_assert!(
             matches!(serde_json::from_str(&json), Ok(Value::Object(ref o))
                 if serde_json::to_string(o).ok().as_deref() == Some(json.as_str())),
@@ -127,7 +131,7 @@ impl CallToolResult {
                     structured: json.len(),
                     content: EMPTY_TEXT_BLOCK.len() + json.len() + escapes,
                 },
-                None,
+                tree,
             ),
             content: vec![text_block(json)],
             is_error: false,
@@ -247,6 +251,7 @@ impl CallToolResult {
     pub(crate) fn into_structured_content(self) -> Option<Value> {
         match self.structured {
             Structured::Tree(value) => Some(value),
+            Structured::Mirrored(_, Some(tree)) => Some(*tree),
             _ => self.structured_content().map(Cow::into_owned),
         }
     }

@@ -60,8 +60,8 @@ pub(crate) fn col<'r, T: FromSql<'r>>(row: &'r Row, column: &str) -> Result<T, T
 
 /// An event as every tool returns it; `payload` only when asked for. Its text is borrowed
 /// from the row (a shortened value becomes owned), and it serialises, members in key order,
-/// exactly as its [`EventRow::into_value`] tree does: a list writes its events straight
-/// from the rows, with no tree per event (issue 18).
+/// as a `Value` object of it would: a list writes its events straight from the rows, with no
+/// tree per event (issue 18).
 ///
 /// Public so that the load benchmark's bare floor writes its rows exactly as the endpoint
 /// does.
@@ -150,31 +150,6 @@ impl<'r> EventRow<'r> {
             omitted += 1;
         }
         omitted
-    }
-
-    /// Its JSON tree, each value moved in.
-    pub(crate) fn into_value(self) -> Value {
-        let mut event = object([
-            ("id", self.id.into()),
-            ("entity_id", self.entity_id.into_owned().into()),
-            ("entity_type", self.entity_type.into_owned().into()),
-            ("event_type", self.event_type.into_owned().into()),
-            ("severity", self.severity.into()),
-            ("occurred_at", self.occurred_at.to_string().into()),
-            (
-                "tags",
-                self.tags
-                    .into_iter()
-                    .map(|t| Value::String(t.into_owned()))
-                    .collect(),
-            ),
-            ("structured", self.structured),
-            ("ai_summary", self.ai_summary.map(Cow::into_owned).into()),
-        ]);
-        if let (Some(payload), Value::Object(members)) = (self.payload, &mut event) {
-            members.insert("payload".into(), payload);
-        }
-        event
     }
 }
 

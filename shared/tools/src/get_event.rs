@@ -78,5 +78,7 @@ pub(crate) async fn load(
     };
     let mut event = EventRow::read(row, true)?;
     let shortened = event.shorten(LONG_VALUE_BYTES);
-    Ok(Some((event.into_value(), shortened)))
+    // One event: its tree is made by serde from the same struct a list writes from rows.
+    let event = serde_json::to_value(&event).map_err(|e| ToolError::Internal(Box::new(e)))?;
+    Ok(Some((event, shortened)))
 }

@@ -136,7 +136,7 @@ fn write_message_or_batch(out: &mut Vec<u8>, body: &Value) {
 /// placeholder replaced by the text of the result's first content block.
 fn write_message(out: &mut Vec<u8>, message: &Map<String, Value>) {
     write_object(out, message, |out, name, value| {
-        let Value::Object(result) = value else {
+        let (true, Value::Object(result)) = (name == "result", value) else {
             return false;
         };
         let mirror = result
@@ -144,9 +144,7 @@ fn write_message(out: &mut Vec<u8>, message: &Map<String, Value>) {
             .and_then(|c| c.get(0))
             .and_then(|block| block.get("text"))
             .and_then(Value::as_str);
-        let (true, Some(Value::Null), Some(mirror)) =
-            (name == "result", result.get("structuredContent"), mirror)
-        else {
+        let (Some(Value::Null), Some(mirror)) = (result.get("structuredContent"), mirror) else {
             return false;
         };
         // The text twice, once escaped, and the envelope: one allocation, no regrowth.

@@ -140,27 +140,28 @@ bridge_issuer() {
   echo "http://127.0.0.1:$1/lambda-url/oauth"
 }
 
-# start_upstream_server ROOT PORT BRIDGE_PORT LOG: starts the upstream issuer on 127.0.0.1:PORT
-# with the bridge (served on BRIDGE_PORT) as its one client. Sets UPSTREAM_SERVER_URL and
-# UPSTREAM_SERVER_PID. The client secret is the one scripts/bridge-resources stored.
+# start_upstream_server ROOT PORT BRIDGE_ISSUER LOG: starts the upstream issuer on
+# 127.0.0.1:PORT with the bridge whose issuer is BRIDGE_ISSUER as its one client. Sets
+# UPSTREAM_SERVER_URL and UPSTREAM_SERVER_PID. The client secret is the one
+# scripts/bridge-resources stored.
 start_upstream_server() {
-  local root="$1" port="$2" bridge_port="$3" log="$4"
+  local root="$1" port="$2" bridge="$3" log="$4"
   UPSTREAM_SERVER_URL="http://127.0.0.1:$port"
   AS_PORT="$port" UPSTREAM_CLIENT_ID="$BRIDGE_UPSTREAM_CLIENT_ID" \
     UPSTREAM_CLIENT_SECRET="local-upstream-client-secret-not-a-secret" \
-    UPSTREAM_REDIRECT_URI="$(bridge_issuer "$bridge_port")/oauth/callback" \
+    UPSTREAM_REDIRECT_URI="$bridge/oauth/callback" \
     start_node_server "$root" "$UPSTREAM_SERVER_URL" "$log"
   UPSTREAM_SERVER_PID=$NODE_SERVER_PID
 }
 
-# bridge_env PORT AWS_URL UPSTREAM_ISSUER KMS_KEY_ID: appends the bridge's settings to
-# LOCAL_ENV_ARGS (call local_env first, with AUTH_SERVER_URL set to the bridge's issuer, so the
-# endpoint trusts the bridge). Its secrets, KMS key and table are in the emulator at AWS_URL
-# (scripts/bridge-resources prints the key id).
+# bridge_env ISSUER AWS_URL UPSTREAM_ISSUER KMS_KEY_ID: appends the settings of the bridge
+# whose issuer is ISSUER to LOCAL_ENV_ARGS (call local_env first, with AUTH_SERVER_URL set to
+# that issuer, so the endpoint trusts the bridge). Its secrets, KMS key and table are in the
+# emulator at AWS_URL (scripts/bridge-resources prints the key id).
 bridge_env() {
-  local port="$1" aws_url="$2" upstream="$3" key_id="$4"
+  local issuer="$1" aws_url="$2" upstream="$3" key_id="$4"
   LOCAL_ENV_ARGS+=(
-    --env-var "OAUTH_ISSUER=$(bridge_issuer "$port")"
+    --env-var "OAUTH_ISSUER=$issuer"
     --env-var "UPSTREAM_ISSUER=$upstream"
     --env-var "UPSTREAM_CLIENT_ID=$BRIDGE_UPSTREAM_CLIENT_ID"
     --env-var "UPSTREAM_CLIENT_SECRET_ID=oauth/upstream-client-secret"

@@ -101,13 +101,8 @@ fn args() -> anyhow::Result<Args> {
         json: false,
         plain: false,
     };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let mut value = || {
-            it.next()
-                .ok_or_else(|| anyhow::anyhow!("{flag} needs a value"))
-        };
-        match flag.as_str() {
+    bench::flags(|flag, value| {
+        match flag {
             "--bin" => a.bin = value()?,
             "--event" => a.event = value()?,
             "--token" => a.token = value()?,
@@ -118,7 +113,8 @@ fn args() -> anyhow::Result<Args> {
             "--plain" => a.plain = true,
             other => anyhow::bail!("unknown flag {other}"),
         }
-    }
+        Ok(())
+    })?;
     anyhow::ensure!(
         !a.bin.is_empty() && !a.event.is_empty() && (a.plain || !a.body.is_empty()),
         "--bin, --event and --body (or --plain) are required"

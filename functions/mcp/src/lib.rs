@@ -38,6 +38,8 @@ pub(crate) struct Inner {
     pub(crate) server: Server,
     pub(crate) auth: auth::Authenticator,
     metrics: MetricSink,
+    /// `None` when metrics are off (`METRICS_NAMESPACE=off`).
+    emf: Option<metrics::Emf>,
 }
 
 impl App {
@@ -49,12 +51,14 @@ impl App {
     /// The app with EMF metric lines sent to `metrics`.
     pub fn with_metric_sink(config: Config, server: Server, metrics: MetricSink) -> Self {
         let auth = auth::Authenticator::new(&config, &server);
+        let emf = config.metrics_namespace.as_deref().map(metrics::Emf::new);
         Self {
             inner: Arc::new(Inner {
                 config,
                 server,
                 auth,
                 metrics,
+                emf,
             }),
         }
     }
@@ -92,10 +96,13 @@ impl App {
             auth_denied = trace.auth_denied,
             "request"
         );
-        if let Some(namespace) = &self.inner.config.metrics_namespace
-            && let Some(doc) = metrics::emf(namespace, &trace, duration_ms, bytes)
+        if let Some(line) = self
+            .inner
+            .emf
+            .as_ref()
+            .and_then(|emf| emf.line(&trace, duration_ms, bytes))
         {
-            (self.inner.metrics)(&doc.to_string());
+            (self.inner.metrics)(&line);
         }
         response
     }

@@ -10,7 +10,8 @@ use serde_json::{Value, json};
 use tokio_postgres::Row;
 use tokio_postgres::types::FromSql;
 
-use crate::outcome::{shorten_values, shortened};
+use crate::jsonb::Jsonb;
+use crate::outcome::shortened;
 
 /// Severity names, in order: stored as 0..=5.
 pub const SEVERITIES: [&str; 6] = ["debug", "info", "notice", "warning", "error", "critical"];
@@ -59,8 +60,9 @@ pub(crate) fn col<'r, T: FromSql<'r>>(row: &'r Row, column: &str) -> Result<T, T
 }
 
 /// An event as every tool returns it; `payload` only when asked for. Its text is borrowed
-/// from the row (a shortened value becomes owned), and it serialises, members in key order,
-/// as a `Value` object of it would: a list writes its events straight from the rows, with no
+/// from the row (a shortened value becomes owned), `structured` and `payload` included (as
+/// the database's JSON text, [`Jsonb`]), and it serialises, its own members in key order, as
+/// a `Value` object of it would: a list writes its events straight from the rows, with no
 /// tree per event (issue 18).
 ///
 /// Public so that the load benchmark's bare floor writes its rows exactly as the endpoint
@@ -76,9 +78,9 @@ pub struct EventRow<'r> {
     pub(crate) occurred_at: Timestamp,
     /// `Some` only when asked for (`Some(Null)` when the event has none).
     #[serde(skip_serializing_if = "Option::is_none")]
-    payload: Option<Value>,
+    payload: Option<Jsonb<'r>>,
     severity: &'static str,
-    structured: Value,
+    structured: Jsonb<'r>,
     tags: Vec<Cow<'r, str>>,
 }
 
@@ -97,7 +99,7 @@ impl<'r> EventRow<'r> {
             id: col(row, "id")?,
             occurred_at: col(row, "occurred_at")?,
             payload: if with_payload {
-                Some(col::<Option<Value>>(row, "payload")?.unwrap_or(Value::Null))
+                Some(col::<Option<Jsonb<'_>>>(row, "payload")?.unwrap_or(Jsonb::Tree(Value::Null)))
             } else {
                 None
             },
@@ -126,8 +128,7 @@ impl<'r> EventRow<'r> {
                 cut += 1;
             }
         }
-        cut + shorten_values(&mut self.structured, max)
-            + self.payload.as_mut().map_or(0, |p| shorten_values(p, max))
+        cut + self.structured.shorten(max) + self.payload.as_mut().map_or(0, |p| p.shorten(max))
     }
 
     /// Leaves out its bulky parts (payload and structured), pointing to get_event for
@@ -139,14 +140,14 @@ impl<'r> EventRow<'r> {
             .flatten()
             .filter(|v| !v.is_null())
         {
-            *value = object([(
+            *value = Jsonb::Tree(object([(
                 "omitted",
                 format!(
                     "too large for a list; fetch event {} with get_event",
                     self.id
                 )
                 .into(),
-            )]);
+            )]));
             omitted += 1;
         }
         omitted

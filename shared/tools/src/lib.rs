@@ -17,6 +17,7 @@ mod describe_data;
 mod event;
 mod get_entity_state;
 mod get_event;
+mod jsonb;
 mod links;
 mod outcome;
 mod query_events;

@@ -89,6 +89,9 @@ impl Emf {
     ) -> Option<String> {
         use std::fmt::Write as _;
 
+        if trace.call.is_none() && !trace.auth_denied {
+            return None;
+        }
         let timestamp = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);
@@ -96,9 +99,6 @@ impl Emf {
         // Writing to a String cannot fail.
         let _ = write!(line, "{{\"_aws\":{{\"Timestamp\":{timestamp}");
         let Some(call) = &trace.call else {
-            if !trace.auth_denied {
-                return None;
-            }
             line.push_str(&self.denied_spec);
             line.push_str(",\"AuthDenied\":1}");
             return Some(line);
@@ -106,7 +106,7 @@ impl Emf {
         line.push_str(&self.call_spec);
         line.push_str(",\"Tool\":");
         // A tool name may be anything a client sent (see `tool_label`): escaped by serde_json.
-        line.push_str(&Value::from(tool_label(call)).to_string());
+        line.push_str(&serde_json::to_string(tool_label(call)).unwrap_or_default());
         let count = |flag: bool| u64::from(flag);
         let values: [u64; 10] = [
             latency_ms,

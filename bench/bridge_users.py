@@ -15,8 +15,8 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "clients"))
 
 import httpx2  # noqa: E402 (after the path is set)
-from bridge_py import by_hand  # noqa: E402
-from oauth_py import REDIRECT_URI, claims_of  # noqa: E402
+from bridge_py import by_hand, code_form  # noqa: E402
+from oauth_py import claims_of  # noqa: E402
 
 # The upstream's users in a group (dev/oauth/server.mjs), and their tenants.
 USERS = [("alice", "tenant-a"), ("bob", "tenant-b"), ("amir", "tenant-a")]
@@ -25,10 +25,7 @@ USERS = [("alice", "tenant-a"), ("bob", "tenant-b"), ("amir", "tenant-a")]
 async def signed_in(user: str, tenant: str) -> dict:
     result, flow = await by_hand(user)
     async with httpx2.AsyncClient(timeout=15) as http:
-        answer = await http.post(flow["token_endpoint"], data={
-            "grant_type": "authorization_code", "code": result["code"], "redirect_uri": REDIRECT_URI,
-            "client_id": flow["client_id"], "code_verifier": flow["verifier"],
-        })
+        answer = await http.post(flow["token_endpoint"], data=code_form(result, flow))
     assert answer.status_code == 200, answer.text
     tokens = answer.json()
     assert claims_of(tokens["access_token"])["tenant_id"] == tenant, "another tenant"

@@ -83,6 +83,15 @@ pub struct Outcome<C> {
     pub incomplete: bool,
 }
 
+/// What one caller of [`drive`] did.
+struct Finished<C> {
+    caller: C,
+    latencies: Vec<u64>,
+    wrong: u64,
+    first_error: Option<String>,
+    at: std::time::Instant,
+}
+
 /// Runs `callers` concurrently, one request at a time each, until `plan` says stop; calls
 /// `every_second` once a second meanwhile (samples of the server's memory, say).
 pub async fn drive<C: Caller>(
@@ -115,7 +124,14 @@ pub async fn drive<C: Caller>(
                 }
                 latencies.push(t.elapsed().as_micros() as u64);
             }
-            (index, caller, latencies, wrong, first_error, Instant::now())
+            let finished = Finished {
+                caller,
+                latencies,
+                wrong,
+                first_error,
+                at: Instant::now(),
+            };
+            (index, finished)
         });
     }
     let bound = started + Duration::from_secs(plan.seconds);
@@ -132,9 +148,9 @@ pub async fn drive<C: Caller>(
                 stop.store(true, Ordering::Relaxed);
             }
             joined = workers.join_next() => match joined {
-                Some(Ok(worker)) => {
-                    last = last.max(worker.5);
-                    done.push(worker);
+                Some(Ok((index, finished))) => {
+                    last = last.max(finished.at);
+                    done.push((index, finished));
                 }
                 Some(Err(e)) => std::panic::resume_unwind(e.into_panic()),
                 None => break,
@@ -151,12 +167,12 @@ pub async fn drive<C: Caller>(
         cpu_us_per_request: None,
         incomplete: false,
     };
-    for (_, caller, latencies, wrong, first_error, _) in done {
-        outcome.callers.push(caller);
-        outcome.latencies_us.extend(latencies);
-        outcome.wrong += wrong;
+    for (_, finished) in done {
+        outcome.callers.push(finished.caller);
+        outcome.latencies_us.extend(finished.latencies);
+        outcome.wrong += finished.wrong;
         if outcome.first_error.is_none() {
-            outcome.first_error = first_error;
+            outcome.first_error = finished.first_error;
         }
     }
     outcome.latencies_us.sort_unstable();

@@ -161,6 +161,15 @@ async def by_hand(user: str) -> tuple[dict, dict]:
     return result, {"client_id": client_id, "verifier": verifier, "token_endpoint": metadata["token_endpoint"]}
 
 
+def code_form(result: dict, flow: dict) -> dict:
+    """The token request that redeems the code of a `by_hand` sign-in (PKCE verifier, the same
+    redirect URI)."""
+    return {
+        "grant_type": "authorization_code", "code": result["code"], "redirect_uri": REDIRECT_URI,
+        "client_id": flow["client_id"], "code_verifier": flow["verifier"],
+    }
+
+
 async def refused_without_a_group() -> None:
     result, _ = await by_hand("carol")
     assert result["error"] == "access_denied" and "code" not in result, result
@@ -169,10 +178,7 @@ async def refused_without_a_group() -> None:
 
 async def replayed_code() -> None:
     result, flow = await by_hand("alice")
-    form = {
-        "grant_type": "authorization_code", "code": result["code"], "redirect_uri": REDIRECT_URI,
-        "client_id": flow["client_id"], "code_verifier": flow["verifier"],
-    }
+    form = code_form(result, flow)
     async with httpx2.AsyncClient(timeout=15) as http:
         first = await http.post(flow["token_endpoint"], data=form)
         assert first.status_code == 200, first.text

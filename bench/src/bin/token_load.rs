@@ -153,8 +153,7 @@ async fn main() -> anyhow::Result<()> {
     anyhow::ensure!(!users.is_empty(), "{}: no user", a.tokens);
     let concurrency = users.len();
     for i in 0..a.warmup {
-        let n = users.len();
-        bench::Caller::call(&mut users[i as usize % n])
+        bench::Caller::call(&mut users[i as usize % concurrency])
             .await
             .map_err(|e| anyhow::anyhow!("warm-up: {e}"))?;
     }

@@ -166,6 +166,10 @@ async fn query_events_filters_newest_first() {
     }
     let a = q(json!({"include_payload": true, "limit": 1})).await;
     assert_eq!(ok(&a)["events"][0]["payload"], json!({"k": 5}));
+    // A whole number written as a float is an integer to JSON Schema, and read as one.
+    let a = q(json!({"limit": 2.0})).await;
+    assert_eq!(ok(&a)["count"], json!(2));
+    assert_eq!(ok(&a)["limit"], json!(2));
     let message = tool_error(
         &q(json!({"since": "2026-11-02T00:00:00Z", "until": "2026-11-01T00:00:00Z"})).await,
     );
@@ -178,6 +182,7 @@ async fn query_events_filters_newest_first() {
     for bad in [
         json!({"limit": 501}),
         json!({"limit": 0}),
+        json!({"limit": 2.5}),
         json!({"min_severity": "loud"}),
         json!({"entity_id": ""}),
     ] {

@@ -41,8 +41,32 @@ where
 /// The engine has validated `args` against the schema generated from `A`, so this fails
 /// only if the two disagree: said as an argument error, like the engine's own.
 fn typed<A: DeserializeOwned>(tool: &str, args: Map<String, Value>) -> Result<A, ToolError> {
-    serde_json::from_value(Value::Object(args))
+    let mut args = Value::Object(args);
+    integral_numbers_as_integers(&mut args);
+    serde_json::from_value(args)
         .map_err(|e| ToolError::Execution(format!("Invalid arguments for tool {tool}: {e}")))
+}
+
+/// Writes every number with a zero fractional part (`10.0`) as the integer it is. JSON
+/// Schema's `integer` "matches any number with a zero fractional part" (2020-12 core
+/// §4.2.1), so the engine lets `"limit": 10.0` through, and some clients and models write
+/// every number that way; serde reads an integer field only from an integer. Numbers outside `i64` are left as they are (the schemas bound every integer
+/// argument far inside it).
+fn integral_numbers_as_integers(value: &mut Value) {
+    match value {
+        Value::Number(n) => {
+            if let Some(f) = n.as_f64().filter(|_| n.is_f64())
+                && f.fract() == 0.0
+                && f >= i64::MIN as f64
+                && f < i64::MAX as f64
+            {
+                *n = (f as i64).into();
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(integral_numbers_as_integers),
+        Value::Object(members) => members.values_mut().for_each(integral_numbers_as_integers),
+        _ => {}
+    }
 }
 
 /// PostgreSQL text cannot hold NUL: a string with one would fail inside the database, so it
@@ -151,6 +175,37 @@ mod tests {
             let err = reject_nul(&map).unwrap_err();
             assert!(matches!(err, ToolError::Execution(m) if m.contains("NUL")));
         }
+    }
+
+    #[test]
+    fn integral_numbers_are_read_as_integers() {
+        #[derive(serde::Deserialize, Debug, PartialEq)]
+        struct Args {
+            limit: i64,
+            ratio: f64,
+            tags: Vec<i64>,
+        }
+        let args = serde_json::json!({"limit": 10.0, "ratio": 2.0, "tags": [1.0, -3.0, 4]});
+        let Value::Object(map) = args else {
+            unreachable!()
+        };
+        let read: Args = typed("t", map).unwrap();
+        assert_eq!(
+            read,
+            Args {
+                limit: 10,
+                ratio: 2.0,
+                tags: vec![1, -3, 4]
+            }
+        );
+        // A fraction is still no integer (the schema refuses it before this is reached).
+        let Value::Object(map) = serde_json::json!({"limit": 2.5, "ratio": 1, "tags": []}) else {
+            unreachable!()
+        };
+        let err = typed::<Args>("t", map).unwrap_err();
+        assert!(
+            matches!(err, ToolError::Execution(m) if m.contains("Invalid arguments for tool t"))
+        );
     }
 
     #[test]

@@ -209,7 +209,7 @@ pub fn parse_envelope(value: &Value) -> Result<Message, EnvelopeError> {
         Some(Value::Null) => fail("the request id must not be null"),
         Some(_) => match id {
             Some(id) => Ok(Message::Request { id, method, params }),
-            None => fail("the request id must be a string or an integer"),
+            None => fail("the request id must be a string or an integer (of at most 64 bits)"),
         },
     }
 }

@@ -50,15 +50,15 @@ fn typed<A: DeserializeOwned>(tool: &str, args: Map<String, Value>) -> Result<A,
 /// Writes every number with a zero fractional part (`10.0`) as the integer it is. JSON
 /// Schema's `integer` "matches any number with a zero fractional part" (2020-12 core
 /// §4.2.1), so the engine lets `"limit": 10.0` through, and some clients and models write
-/// every number that way; serde reads an integer field only from an integer. Numbers outside `i64` are left as they are (the schemas bound every integer
-/// argument far inside it).
+/// every number that way; serde reads an integer field only from an integer. Numbers
+/// outside `i64` are left as they are (the schemas bound every integer argument far inside
+/// it).
 fn integral_numbers_as_integers(value: &mut Value) {
     match value {
-        Value::Number(n) => {
-            if let Some(f) = n.as_f64().filter(|_| n.is_f64())
+        Value::Number(n) if n.is_f64() => {
+            if let Some(f) = n.as_f64()
                 && f.fract() == 0.0
-                && f >= i64::MIN as f64
-                && f < i64::MAX as f64
+                && (i64::MIN as f64..i64::MAX as f64).contains(&f)
             {
                 *n = (f as i64).into();
             }

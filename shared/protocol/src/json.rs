@@ -38,66 +38,73 @@ fn count_bytes(text: &[u8], hit: impl Fn(u8) -> bool) -> usize {
 
 /// Writes `json` as a JSON string, byte for byte as `serde_json::to_writer(out, json)` would.
 /// Compact JSON as serde_json writes it has no raw control characters, so only its quotes
-/// and backslashes gain a backslash (text that holds a control character after all is handed
-/// to serde_json). The room is filled with backslashes first; then each 8-byte word is tested
-/// for quotes and backslashes at once and copied whole if it has none, or else byte by byte,
-/// each byte shifted by the escapes before it in the word (read off the word's mask), which
-/// leaves a backslash in the slot before each. serde_json copies each run between escapes and
-/// each escape separately, and a byte-at-a-time loop tested and stored every byte in turn: a
-/// 50-event result has a quote every seven bytes, and its escaping was 7% of a call's CPU in
-/// issue 18's profile; a word at a time takes half as long.
+/// and backslashes gain a backslash (text that holds a control character after all is
+/// written again by serde_json). Each 8-byte word is tested for quotes and backslashes at
+/// once and stored whole; for each one it holds (lowest first) a backslash is stored where
+/// that byte went and the rest of the word again one place on. A 50-event result has a quote
+/// every seven bytes: serde_json copies each run between escapes and each escape separately;
+/// a byte-at-a-time loop tested and stored every byte in turn (7% of a call's CPU in issue
+/// 18's profile); storing every byte of a word with escapes at its shifted place took half
+/// that, and a store per escape (no count of the word's escapes, which has no instruction in
+/// baseline x86-64) a further sixth.
 pub(crate) fn write_json_as_string(out: &mut Vec<u8>, json: &str) {
     let bytes = json.as_bytes();
-    if count_bytes(bytes, |b| b < 0x20) > 0 {
-        let _ = serde_json::to_writer(&mut *out, json);
-        return;
-    }
     let start = out.len();
     let len = bytes.len() + string_escapes(bytes) + 2;
-    // Slack for the last word: a word with escapes is written into a 16-byte window.
-    out.resize(start + len + WORD, b'\\');
+    // Slack for the last word: each store writes a whole word, up to 8 bytes past the text.
+    out.resize(start + len + WORD, 0);
     let room = &mut out[start + 1..];
     let mut at = 0;
+    let mut control = 0;
     let mut words = bytes.chunks_exact(WORD);
     for word in &mut words {
-        let escapes = escape_mask(word);
-        let window = &mut room[at..at + 2 * WORD];
-        if escapes == 0 {
-            window[..WORD].copy_from_slice(word);
-            at += WORD;
-        } else {
-            let mut before = 0;
-            for (i, &b) in word.iter().enumerate() {
-                before += ((escapes >> (8 * i + 7)) & 1) as usize;
-                window[i + before] = b;
-            }
-            at += WORD + escapes.count_ones() as usize;
+        let mut le = [0u8; WORD];
+        le.copy_from_slice(word);
+        let w = u64::from_le_bytes(le);
+        control |= zero_bytes(w & 0xe0e0_e0e0_e0e0_e0e0);
+        let mut escapes =
+            zero_bytes(w ^ 0x2222_2222_2222_2222) | zero_bytes(w ^ 0x5c5c_5c5c_5c5c_5c5c);
+        room[at..at + WORD].copy_from_slice(&le);
+        // Bytes of the word already in place: those before the escape last handled.
+        let mut placed = 0;
+        while escapes != 0 {
+            let i = (escapes.trailing_zeros() / 8) as usize;
+            at += i - placed;
+            room[at] = b'\\';
+            at += 1;
+            room[at..at + WORD].copy_from_slice(&(w >> (8 * i)).to_le_bytes());
+            placed = i;
+            escapes &= escapes - 1;
         }
+        at += WORD - placed;
     }
     for &b in words.remainder() {
-        at += usize::from(b == b'"' || b == b'\\');
+        control |= u64::from(b < 0x20);
+        if b == b'"' || b == b'\\' {
+            room[at] = b'\\';
+            at += 1;
+        }
         room[at] = b;
         at += 1;
     }
     out.truncate(start + len);
+    if control != 0 {
+        out.truncate(start);
+        let _ = serde_json::to_writer(&mut *out, json);
+        return;
+    }
     out[start] = b'"';
     out[start + len - 1] = b'"';
 }
 
 const WORD: usize = 8;
 
-/// The high bit of each byte of `word` (8 bytes, little-endian) that is a quote or a
-/// backslash, and no other bit.
-fn escape_mask(word: &[u8]) -> u64 {
-    let mut le = [0u8; WORD];
-    le.copy_from_slice(word);
-    let w = u64::from_le_bytes(le);
-    // The exact zero-byte test (no false positives from borrows): 0x80 in each zero byte.
-    let zero_bytes = |x: u64| {
-        const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
-        !(((x & LOW7) + LOW7) | x | LOW7)
-    };
-    zero_bytes(w ^ 0x2222_2222_2222_2222) | zero_bytes(w ^ 0x5c5c_5c5c_5c5c_5c5c)
+/// The high bit of each byte of `x` that is zero, and no other bit: the exact test, with no
+/// false positives from borrows. Applied to a word XOR a byte repeated, it marks that byte;
+/// to a word masked with `0xe0` repeated, the bytes below 0x20 (control characters).
+fn zero_bytes(x: u64) -> u64 {
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    !(((x & LOW7) + LOW7) | x | LOW7)
 }
 
 /// Writes `object` as `serde_json::to_writer` would (members in the map's order), except
@@ -194,15 +201,18 @@ mod tests {
 
     #[test]
     fn json_of_every_length_and_mix_is_written_as_serde_json_writes_it() {
-        // Quotes, backslashes and other bytes at every offset in and across 8-byte words.
+        // Quotes, backslashes and other bytes at every offset in and across 8-byte words;
+        // one text in five also holds control characters (written by serde_json instead).
         let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = |n: usize| {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            (seed >> 33) as usize % n
+        };
         for len in 0..70 {
-            for _ in 0..20 {
+            for k in 0..25 {
+                let kinds = if k % 5 == 0 { 8 } else { 6 };
                 let text: String = (0..len)
-                    .map(|_| {
-                        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
-                        ['"', '\\', 'a', 'é', '}'][(seed >> 33) as usize % 5]
-                    })
+                    .map(|_| ['"', '\\', 'a', 'é', '}', ' ', '\n', '\u{1f}'][next(kinds)])
                     .collect();
                 let mut out = b"x".to_vec();
                 write_json_as_string(&mut out, &text);

@@ -2,7 +2,10 @@
 //! JSON-RPC parsed and dispatched, result serialised. `tools/list` over the six real tools,
 //! and a `tools/call` whose tool returns 50 event-shaped rows (the database is left out:
 //! `bench/serve` and `scripts/soak` measure with it). Before the timings, one request of
-//! each kind is counted for heap allocations.
+//! each kind is counted for heap allocations. The `lambda_event` cases take the same call
+//! as the function does in Lambda: the API Gateway event's bytes parsed, the request made
+//! from it, answered, and the response event written as `lambda_runtime` writes it
+//! (`serde_json::to_vec`, which escapes the whole body once more as the event's `body`).
 //!
 //! `cargo bench -p bench`
 
@@ -16,6 +19,8 @@ use std::time::Duration;
 use criterion::{Criterion, criterion_group, criterion_main};
 use jsonwebtoken::jwk::Jwk;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use lambda_http::aws_lambda_events::apigw::ApiGatewayV2httpRequest;
+use lambda_http::lambda_runtime::{Context, LambdaEvent};
 use mcp::config::AuthSetting;
 use mcp::{App, Config};
 use mcp_auth::{AudienceBinding, AuthConfig, KeySet, KeysConfig};
@@ -174,6 +179,41 @@ fn request(token: &str, body: &str) -> lambda_http::Request {
         .unwrap()
 }
 
+/// The API Gateway HTTP API (payload 2.0) event of a POST of `body` with `token`, as bytes,
+/// the way the Runtime API hands it to the function.
+fn event(token: &str, body: &str) -> Vec<u8> {
+    serde_json::to_vec(&json!({
+        "version": "2.0", "routeKey": "$default", "rawPath": "/mcp", "rawQueryString": "",
+        "headers": {
+            "accept": "application/json, text/event-stream",
+            "authorization": format!("Bearer {token}"),
+            "content-type": "application/json",
+            "host": "127.0.0.1",
+            "mcp-protocol-version": "2025-11-25",
+            "user-agent": "hot-path",
+        },
+        "requestContext": {
+            "accountId": "123456789012", "apiId": "local", "domainName": "127.0.0.1",
+            "http": {"method": "POST", "path": "/mcp", "protocol": "HTTP/1.1",
+                     "sourceIp": "127.0.0.1", "userAgent": "hot-path"},
+            "requestId": "hot-path", "routeKey": "$default", "stage": "$default",
+            "time": "05/Dec/2026:12:00:00 +0000", "timeEpoch": 1_796_472_000_000_u64,
+        },
+        "isBase64Encoded": false,
+        "body": body,
+    }))
+    .unwrap()
+}
+
+/// One invocation as Lambda runs it: the event parsed, answered, and written back.
+async fn invoke(app: &App, event: &[u8]) -> Vec<u8> {
+    let payload: ApiGatewayV2httpRequest = serde_json::from_slice(event).unwrap();
+    let mut context = Context::default();
+    context.deadline = u64::try_from(jiff::Timestamp::now().as_millisecond()).unwrap() + 30_000;
+    let response = app.invoke(LambdaEvent::new(payload, context)).await;
+    serde_json::to_vec(&response).unwrap()
+}
+
 fn hot_path(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -236,6 +276,23 @@ fn hot_path(c: &mut Criterion) {
             });
         });
     }
+    // The same call as Lambda runs it: against `tools_call_50_rows/rs256/remembered_token`,
+    // what the event in and the response event out add.
+    let lambda = event(&rsa.token(), call);
+    let written = rt.block_on(invoke(&calling, &lambda));
+    let response: Value = serde_json::from_slice(&written).unwrap();
+    assert_eq!(response["statusCode"], 200, "{response}");
+    println!(
+        "lambda_event/tools_call_50_rows/rs256: event {} bytes, response event {} bytes",
+        lambda.len(),
+        written.len()
+    );
+    c.bench_function(
+        "lambda_event/tools_call_50_rows/rs256/remembered_token",
+        |b| {
+            b.iter(|| rt.block_on(invoke(&calling, &lambda)));
+        },
+    );
     c.bench_function("parse_body/tools_call", |b| {
         b.iter(|| mcp_protocol::jsonrpc::parse_body(call.as_bytes()));
     });

@@ -293,6 +293,12 @@ fn hot_path(c: &mut Criterion) {
             b.iter(|| rt.block_on(invoke(&calling, &lambda)));
         },
     );
+    // Of which: the response event written, alone.
+    let payload: ApiGatewayV2httpRequest = serde_json::from_slice(&lambda).unwrap();
+    let response = rt.block_on(calling.invoke(LambdaEvent::new(payload, Context::default())));
+    c.bench_function("lambda_event/response_event_written", |b| {
+        b.iter(|| serde_json::to_vec(&response).unwrap());
+    });
     c.bench_function("parse_body/tools_call", |b| {
         b.iter(|| mcp_protocol::jsonrpc::parse_body(call.as_bytes()));
     });

@@ -222,6 +222,141 @@ async fn a_second_mcp_method_header_and_header_floods_are_handled() {
     assert_eq!(a.status, 200, "{a:?}");
 }
 
+/// What the client sent is repeated in an error only in part: a name, a value or a header
+/// can be most of the 1 MiB body, and repeated whole (five times over for five argument
+/// errors, escaped again for JSON) it made replies larger than the request and, behind
+/// Lambda, past its 6 MB response limit.
+#[tokio::test]
+async fn errors_repeat_only_an_excerpt_of_what_the_client_sent() {
+    let logs = crate::support::http::captured_logs();
+    // A pattern of this test's own, to find in the log lines every test writes to.
+    let big = "echo-bound-".repeat(30_000);
+    // `\"` in the JSON text: each a quote in the value, escaped again in a message.
+    let quotes = r#"\""#.repeat(100_000);
+    let legacy_call = |params: String| {
+        format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{params}}}"#)
+    };
+    let v = [("mcp-protocol-version", "2025-11-25")];
+    let modern = [
+        ("mcp-protocol-version", MODERN),
+        ("mcp-method", "tools/list"),
+    ];
+    let cases = [
+        (
+            "an unknown tool",
+            legacy_call(format!(r#"{{"name":"{big}"}}"#)),
+            &v[..],
+            200,
+            "Invalid params: Unknown tool: echo-bound-echo",
+        ),
+        (
+            "an unknown method",
+            format!(r#"{{"jsonrpc":"2.0","id":1,"method":"{big}"}}"#),
+            &v[..],
+            200,
+            "Method not found: echo-bound-echo",
+        ),
+        (
+            "arguments that are a string",
+            legacy_call(format!(
+                r#"{{"name":"test_simple_text","arguments":"{big}"}}"#
+            )),
+            &v[..],
+            200,
+            "expected a map",
+        ),
+        (
+            "a _meta version unlike the header",
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{"_meta":{{"io.modelcontextprotocol/protocolVersion":"{big}","io.modelcontextprotocol/clientCapabilities":{{}}}}}}}}"#
+            ),
+            &modern[..],
+            400,
+            "Header mismatch",
+        ),
+    ];
+    for (case, body, headers, status, says) in cases {
+        assert!(body.len() < 1024 * 1024, "{case}: under the body limit");
+        let a = raw(body, headers).await;
+        assert_hygienic(&a, case);
+        assert_eq!(a.status, status, "{case}: {a:?}");
+        let message = a.body["error"]["message"].as_str().unwrap_or_default();
+        // A failure names the message by its start: it may be the whole 300 KB.
+        let start = &message[..message.len().min(200)];
+        assert!(message.contains(says), "{case}: {start}");
+        assert!(message.contains("bytes left out]"), "{case}: {start}");
+        assert!(
+            a.raw.len() <= mcp_protocol::error::MAX_MESSAGE_BYTES + 200,
+            "{case}: {} bytes",
+            a.raw.len()
+        );
+    }
+
+    // An unsupported version names what was asked for in `data`, shortened.
+    let header = "x".repeat(6_000);
+    let a = raw(
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+        &[("mcp-protocol-version", &header)],
+    )
+    .await;
+    assert_eq!((a.status, a.error_code()), (400, Some(-32022)), "{a:?}");
+    let requested = a.body["error"]["data"]["requested"].as_str().unwrap();
+    assert!(
+        requested.starts_with("xxx") && requested.len() < 100,
+        "{requested}"
+    );
+
+    // Five argument errors, each naming its value by an excerpt: a long string by its start
+    // and length, a large array by its size; the unexpected member's long name is elided.
+    let big = &big[..220_000];
+    let args = format!(
+        r#"{{"name":["{big}"],"contactMethod":"{quotes}","email":5,"phone":{{"n":"{big}"}},"{big}":1}}"#
+    );
+    let a = raw(
+        legacy_call(format!(
+            r#"{{"name":"json_schema_2020_12_tool","arguments":{args}}}"#
+        )),
+        &v,
+    )
+    .await;
+    assert_hygienic(&a, "five argument errors");
+    assert_eq!(a.result()["isError"], true, "{a:?}");
+    let text = a.result()["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains(r#"/name: an array of 1 item is not of type "string""#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"/contactMethod: "\"\""#)
+            && text.contains(r#"…" (100000 characters) is not one of"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"/email: 5 is not of type "string""#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"/phone: an object of 1 member is not of type "string""#),
+        "{text}"
+    );
+    assert!(
+        text.contains("Additional properties are not allowed ('echo-bound-echo"),
+        "{text}"
+    );
+    assert!(a.raw.len() < 4 * 1024, "{} bytes", a.raw.len());
+
+    // The request log line names the method and the tool, shortened too.
+    let logged = logs.text();
+    assert!(
+        logged.contains("echo-bound-echo-bound-"),
+        "the requests were logged"
+    );
+    assert!(
+        !logged.contains(&"echo-bound-".repeat(100)),
+        "a log line repeats a name of over 1,000 bytes"
+    );
+}
+
 #[tokio::test]
 async fn batch_edge_cases_are_refused_whole() {
     let ping = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;

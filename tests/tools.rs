@@ -255,6 +255,57 @@ async fn results_over_the_response_budget_are_replaced_by_a_bounded_error() {
     assert_eq!(a.result()["structuredContent"]["budget_bytes"], 1024);
 }
 
+/// A refusal and a tool's own error are results too, held to the same budget: nothing a
+/// call answers is larger than its budget, whichever way it ends.
+#[tokio::test]
+async fn refusals_and_tool_errors_are_held_to_the_budget() {
+    let mut tools = Tools::new();
+    let properties: serde_json::Map<String, Value> = (0..5)
+        .map(|i| (format!("p{i}"), json!({"type": "string", "pattern": "^x$"})))
+        .collect();
+    tools
+        .register(
+            ToolDef::new(
+                "tiny",
+                "Budget of 256 bytes",
+                json!({"type": "object", "properties": properties}),
+                |args, _| async move {
+                    if args.is_empty() {
+                        return Err(ToolError::Execution("e".repeat(2000)));
+                    }
+                    Ok(Outcome::Complete(CallToolResult::text("ok")))
+                },
+            )
+            .response_budget(256),
+        )
+        .unwrap();
+    let app = App::new(
+        fixture_config(),
+        Server::builder("t", "0").tools(tools).build().unwrap(),
+    );
+    let long = "y".repeat(1000);
+    let five_bad: serde_json::Map<String, Value> =
+        (0..5).map(|i| (format!("p{i}"), json!(long))).collect();
+    for (case, args) in [
+        ("five argument errors", Value::Object(five_bad)),
+        ("the tool's own long error", json!({})),
+    ] {
+        let a = call(&app, "tiny", Some(args)).await;
+        let r = a.result();
+        assert_eq!(r["isError"], true, "{case}: {a:?}");
+        assert_eq!(
+            r["structuredContent"]["code"], "mcp_response_over_budget",
+            "{case}: {a:?}"
+        );
+        assert_eq!(r["structuredContent"]["budget_bytes"], 256, "{case}");
+        assert!(a.raw.len() < 2048, "{case}: {}", a.raw.len());
+    }
+    // Under the budget, a refusal is sent as it is.
+    let a = call(&app, "tiny", Some(json!({"p0": "z"}))).await;
+    let text = a.result()["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains(r#"/p0: "z" does not match "^x$""#), "{text}");
+}
+
 /// The budget of a call is the smallest of the server's, the tool's and the client's: a
 /// known client by its `clientInfo` name (2026-07-28 sends it on every request) or an
 /// explicit `_meta` hint (any era); a malformed hint is refused, not ignored.

@@ -20,6 +20,7 @@ use std::time::Instant;
 
 use lambda_http::{Body, Request, RequestExt, Response};
 use mcp_env::Env;
+use mcp_protocol::text::{LOGGED_NAME_BYTES, elided};
 use mcp_protocol::{Resources, Server, Tools};
 use mcp_tools::{CursorKey, EventLinks, Store};
 
@@ -77,11 +78,14 @@ impl App {
         // `Body` derefs to its bytes.
         let bytes = response.body().len();
         let call = trace.call.as_ref();
+        // The method and tool name are the client's own text, up to the whole body.
+        let method = elided(trace.method.as_deref().unwrap_or(""), LOGGED_NAME_BYTES);
+        let tool = call.map(|c| elided(&c.tool, LOGGED_NAME_BYTES));
         tracing::info!(
             request_id,
             http.status = response.status().as_u16(),
-            rpc.method = trace.method.as_deref().unwrap_or(""),
-            tool.name = call.map(|c| c.tool.as_str()),
+            rpc.method = method.as_ref(),
+            tool.name = tool.as_deref(),
             principal = trace.principal.as_deref(),
             duration_ms,
             response_bytes = bytes,

@@ -3,6 +3,7 @@
 use serde_json::{Value, json};
 
 use crate::jsonrpc::{self, ErrorObject};
+use crate::text::elided;
 use crate::version::{ProtocolVersion, supported_versions};
 
 /// JSON-RPC and MCP error codes we emit. 2026-07-28 basic §Error Codes reserves
@@ -19,6 +20,15 @@ pub mod code {
     pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
     pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 }
+
+/// The longest message an error carries. Messages repeat what the client sent (a method or
+/// tool name, serde's `invalid type: string "…"`, a header), which can be the whole body;
+/// longer ones keep their start and end (`text::elided`).
+pub const MAX_MESSAGE_BYTES: usize = 1024;
+
+/// The longest unsupported protocol version repeated in `data.requested`: a real one is ten
+/// bytes.
+const MAX_VERSION_BYTES: usize = 64;
 
 /// Everything that turns a request into a JSON-RPC error instead of a result.
 ///
@@ -94,16 +104,23 @@ impl RpcError {
             ),
             Self::UnsupportedProtocolVersion { requested } => (
                 code::UNSUPPORTED_PROTOCOL_VERSION,
-                Some(json!({ "supported": supported_versions(), "requested": requested })),
+                Some(json!({
+                    "supported": supported_versions(),
+                    "requested": elided(requested, MAX_VERSION_BYTES),
+                })),
             ),
             Self::InsufficientScope { .. } => (code::INVALID_REQUEST, None),
             Self::Failed { data, .. } => (code::INTERNAL_ERROR, Some(data.clone())),
             Self::RateLimited { data, .. } => (code::INVALID_REQUEST, Some(data.clone())),
             Self::Internal => (code::INTERNAL_ERROR, None),
         };
+        let mut message = self.to_string();
+        if message.len() > MAX_MESSAGE_BYTES {
+            message = elided(&message, MAX_MESSAGE_BYTES).into_owned();
+        }
         ErrorObject {
             code,
-            message: self.to_string(),
+            message,
             data,
         }
     }

@@ -10,9 +10,9 @@
 //! needs a tokio runtime with timers, to stop a tool body at its deadline): it takes
 //! a body plus the few transport headers the protocol defines and returns a status and a
 //! JSON body. Tool, resource and prompt bodies are plugged in through [`registry`]; what they
-//! return is in [`result`]. Modules stand in layers: `json` and `version` import nothing of
-//! the crate, `result` adds `json` and `budget`, `context` only those, `registry` and
-//! `resources` add `context`, `server` uses them all.
+//! return is in [`result`]. Modules stand in layers: `json`, `text` and `version` import
+//! nothing of the crate, `result` adds `json` and `budget`, `context` only those, `registry`
+//! and `resources` add `context` and `text`, `server` uses them all.
 //! Its invariants are tested in each module and, end to end, in the `tests/` crate.
 
 pub mod admission;
@@ -27,6 +27,7 @@ pub mod resources;
 pub mod result;
 pub mod schema;
 pub mod server;
+pub mod text;
 pub mod version;
 
 pub use admission::{Admission, Admit};

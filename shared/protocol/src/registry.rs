@@ -14,6 +14,10 @@ use serde_json::{Map, Value, json};
 use crate::context::RequestContext;
 use crate::json::object;
 use crate::result::{CallToolResult, Outcome, ToolError};
+use crate::text::{elided, excerpt};
+
+/// The longest message [`Tool::validate_arguments`] gives for one mismatch.
+pub const MAX_ARGUMENT_ERROR_BYTES: usize = 300;
 
 /// A boxed, sendable future: what every async body returns.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
@@ -209,19 +213,24 @@ impl Tool {
     ///
     /// # Errors
     ///
-    /// Returns up to five messages naming where and why the arguments do not match.
+    /// Returns up to five messages naming where and why the arguments do not match. Each
+    /// names the offending value by an excerpt, not whole (it can be most of the body), and
+    /// is at most [`MAX_ARGUMENT_ERROR_BYTES`] long.
     pub fn validate_arguments(&self, args: &Value) -> Result<(), Vec<String>> {
         let errors: Vec<String> = self
             .input_validator
             .iter_errors(args)
             .take(5)
             .map(|e| {
+                let why = e.masked_with(excerpt(e.instance())).to_string();
                 let path = e.instance_path().to_string();
-                if path.is_empty() {
-                    e.to_string()
+                let message = if path.is_empty() {
+                    why
                 } else {
-                    format!("{path}: {e}")
-                }
+                    format!("{path}: {why}")
+                };
+                // Property names are repeated whole (`additionalProperties`, paths).
+                elided(&message, MAX_ARGUMENT_ERROR_BYTES).into_owned()
             })
             .collect();
         if errors.is_empty() {

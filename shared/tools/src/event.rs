@@ -3,6 +3,7 @@
 use std::borrow::Cow;
 
 use jiff::Timestamp;
+use mcp_protocol::text::shortened;
 use mcp_protocol::{ToolError, object};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -11,7 +12,6 @@ use tokio_postgres::Row;
 use tokio_postgres::types::FromSql;
 
 use crate::jsonb::Jsonb;
-use crate::outcome::shortened;
 
 /// Severity names, in order: stored as 0..=5.
 pub const SEVERITIES: [&str; 6] = ["debug", "info", "notice", "warning", "error", "critical"];

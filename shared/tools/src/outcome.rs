@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use mcp_db::{DbError, Phase};
+use mcp_protocol::text::shortened;
 use mcp_protocol::{CallStats, CallToolResult, Outcome, ToolError, string_escapes, write_object};
 use serde::Serialize;
 use serde_json::Value;
@@ -126,23 +127,6 @@ pub(crate) fn shorten_values(value: &mut Value, max: usize) -> usize {
         Value::Object(map) => map.values_mut().map(|v| shorten_values(v, max)).sum(),
         _ => 0,
     }
-}
-
-/// `text` cut at `max` bytes (at a character boundary) with a marker saying how long it
-/// was, if it is longer than that.
-pub(crate) fn shortened(text: &str, max: usize) -> Option<String> {
-    if text.len() <= max {
-        return None;
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    Some(format!(
-        "{}…[cut: {} bytes in all]",
-        &text[..end],
-        text.len()
-    ))
 }
 
 /// What a caller sees for each database failure; details go to the log only.

@@ -15,6 +15,7 @@ use crate::context::RequestContext;
 use crate::error::RpcError;
 use crate::registry::{Owner, Tool};
 use crate::result::{CallRecord, CallToolResult, InputRequired, Outcome, ToolError};
+use crate::text::{LOGGED_NAME_BYTES, elided};
 use crate::version::ProtocolVersion;
 
 #[derive(Deserialize)]
@@ -83,30 +84,40 @@ impl Server {
                 }
             }
         }
+        // Every result this call can have is held to its budget, refusals included: their
+        // text repeats what the client sent.
+        let budget = Budget::of_call(self.response_budget, tool.response_budget(), client);
+        record.budget = Some(budget);
+        let budget = budget.bytes;
         if let Some(required) = missing_capabilities(tool.required_client_capabilities(), &ctx) {
             if ctx.version.is_stateless() {
                 return Err(RpcError::MissingClientCapability { required });
             }
             // The handshake era never tells a stateless server what the client supports,
             // so a tool that needs a client capability cannot run there.
-            return Ok(to_value(CallToolResult::error(format!(
+            let refusal = CallToolResult::error(format!(
                 "Tool {} needs client capabilities ({}) that a stateless server can only use with protocol version 2026-07-28",
                 p.name,
                 tool.required_client_capabilities().join(", ")
-            ))));
+            ));
+            return Ok(sent(refusal, budget, &p.name, record));
         }
         // A missing `arguments` is `{}` (it is optional in CallToolRequestParams).
         let args = match settle_arguments(tool, p.arguments.unwrap_or_default(), &ctx) {
             Ok(args) => args,
-            Err(refusal) => return Ok(to_value(CallToolResult::error(refusal))),
+            Err(refusal) => {
+                return Ok(sent(
+                    CallToolResult::error(refusal),
+                    budget,
+                    &p.name,
+                    record,
+                ));
+            }
         };
         let version = ctx.version;
         // The tool's own cap bounds the call even when the invocation has longer left.
         let cap = Instant::now() + tool.max_duration();
         ctx.deadline = Some(ctx.deadline.map_or(cap, |d| d.min(cap)));
-        let budget = Budget::of_call(self.response_budget, tool.response_budget(), client);
-        record.budget = Some(budget);
-        let budget = budget.bytes;
         ctx.response_budget = budget;
         tracing::info!(tool.name = %p.name, caller = ctx.caller.log_id(), "tool call");
         match run_by_deadline(tool, args, ctx).await {
@@ -121,7 +132,12 @@ impl Server {
                 Ok(sent(result, budget, &p.name, record))
             }
             Ok(Outcome::InputRequired(ir)) => input_required(ir, version),
-            Err(ToolError::Execution(message)) => Ok(to_value(CallToolResult::error(message))),
+            Err(ToolError::Execution(message)) => Ok(sent(
+                CallToolResult::error(message),
+                budget,
+                &p.name,
+                record,
+            )),
             Err(ToolError::Detailed(result)) => {
                 record.stats = result.stats.clone();
                 Ok(sent(*result, budget, &p.name, record))
@@ -145,7 +161,7 @@ impl Server {
         // for hidden tool names. The challenge names every scope the server defines: enough
         // to step up to any tool.
         if !ctx.caller.has_scopes(all_scopes) {
-            tracing::info!(tool.name = %name, caller = ctx.caller.log_id(), "tool call refused: insufficient scope");
+            tracing::info!(tool.name = %elided(name, LOGGED_NAME_BYTES), caller = ctx.caller.log_id(), "tool call refused: insufficient scope");
             return Err(RpcError::InsufficientScope {
                 scopes: all_scopes.to_vec(),
             });

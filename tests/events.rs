@@ -123,6 +123,23 @@ async fn malformed_body_event_is_a_parse_error() {
     assert_eq!(a.body["id"], json!(null));
 }
 
+/// A body that is not UTF-8 reaches the function base64-encoded (the gateway cannot put it
+/// in the event as text; `cargo lambda watch`'s emulator refuses it with a 500 of its own
+/// before the function runs): decoded, it is a parse error like any other non-JSON body.
+#[tokio::test]
+async fn a_base64_body_that_is_not_utf8_is_a_parse_error() {
+    use base64::Engine as _;
+    let mut event = parse(include_str!("../events/tools_list.json"));
+    event.is_base64_encoded = true;
+    event.body = Some(
+        base64::engine::general_purpose::STANDARD
+            .encode(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/l\xffist\"}"),
+    );
+    let a = invoke_on(&fixture_app(), event).await;
+    a.assert_error(400, -32700);
+    assert_eq!(a.body["id"], json!(null));
+}
+
 #[tokio::test]
 async fn wrong_origin_event_is_forbidden() {
     let a = invoke(include_str!("../events/wrong_origin.json")).await;

@@ -51,8 +51,8 @@ fn typed<A: DeserializeOwned>(tool: &str, args: Map<String, Value>) -> Result<A,
 /// Schema's `integer` "matches any number with a zero fractional part" (2020-12 core
 /// §4.2.1), so the engine lets `"limit": 10.0` through, and some clients and models write
 /// every number that way; serde reads an integer field only from an integer. Numbers
-/// outside `i64` are left as they are (the schemas bound every integer argument far inside
-/// it).
+/// outside `i64` are left as they are (the schemas bound every integer argument inside it:
+/// `tests::every_integer_argument_is_bounded_inside_i64`).
 fn integral_numbers_as_integers(value: &mut Value) {
     match value {
         Value::Number(n) if n.is_f64() => {

@@ -19,7 +19,9 @@ const NAME: &str = "get_event";
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Args {
-    #[schemars(range(min = 1))]
+    // The maximum too: a larger integer passes a schema without one and then fails serde's
+    // `i64`, with a message that names a Rust type instead of the bound.
+    #[schemars(range(min = 1, max = i64::MAX))]
     id: i64,
 }
 

@@ -67,7 +67,7 @@ pub fn register(tools: &mut Tools, store: Arc<Store>) -> Result<(), RegistryErro
 #[cfg(test)]
 mod tests {
     use mcp_protocol::input_schema;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     use super::*;
 
@@ -134,6 +134,50 @@ mod tests {
             assert_eq!(schema["type"], json!("object"));
             assert!(!schema.to_string().contains("$ref"), "{schema}");
             assert!(schema.get("title").is_none() && schema.get("$schema").is_none());
+        }
+    }
+
+    /// Every integer argument has a minimum and a maximum inside `i64`, so what the schema
+    /// lets through always reads as the struct's integer: a number past it is refused by the
+    /// schema, naming the bound, and never reaches serde (whose message would name `i64`).
+    #[test]
+    fn every_integer_argument_is_bounded_inside_i64() {
+        fn integers(schema: &Value, path: &str, found: &mut Vec<(String, Value)>) {
+            if schema["type"] == json!("integer")
+                || schema["type"]
+                    .as_array()
+                    .is_some_and(|t| t.contains(&json!("integer")))
+            {
+                found.push((path.to_owned(), schema.clone()));
+            }
+            if let Some(properties) = schema["properties"].as_object() {
+                for (name, property) in properties {
+                    integers(property, &format!("{path}/{name}"), found);
+                }
+            }
+            if schema.get("items").is_some() {
+                integers(&schema["items"], &format!("{path}[]"), found);
+            }
+        }
+        let mut found = Vec::new();
+        for (tool, schema) in [
+            ("query_events", input_schema::<query_events::Args>()),
+            ("count_events", input_schema::<count_events::Args>()),
+            ("summarize_window", input_schema::<summarize_window::Args>()),
+            ("get_event", input_schema::<get_event::Args>()),
+            ("get_entity_state", input_schema::<get_entity_state::Args>()),
+            ("describe_data", input_schema::<describe_data::Args>()),
+            ("search_events", input_schema::<search_events::Args>()),
+            ("search", input_schema::<search_fetch::SearchArgs>()),
+            ("fetch", input_schema::<search_fetch::FetchArgs>()),
+        ] {
+            integers(&schema, tool, &mut found);
+        }
+        assert!(found.len() >= 4, "{found:?}");
+        for (path, schema) in found {
+            // `as_i64` is `None` for a bound missing, fractional or outside `i64`.
+            assert!(schema["minimum"].as_i64().is_some(), "{path}: {schema}");
+            assert!(schema["maximum"].as_i64().is_some(), "{path}: {schema}");
         }
     }
 

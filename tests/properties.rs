@@ -1,5 +1,6 @@
 //! Properties over generated input (proptest): whatever arrives, the answer is well-formed;
-//! cursors round-trip and any change to one is refused; no result crosses its budget.
+//! cursors round-trip and any change to one is refused; no result crosses its budget, nor
+//! any error message its bound, whatever the client's own text.
 
 use std::sync::OnceLock;
 
@@ -174,6 +175,58 @@ proptest! {
             prop_assert_eq!(result["content"][0]["text"].as_str().map(str::len), Some(size));
         } else {
             prop_assert_eq!(&result["structuredContent"]["code"], "mcp_response_over_budget");
+        }
+    }
+
+    /// However much of the body a client's own text takes (a value, a member name, a tool
+    /// or method name; quotes, which are escaped twice over where an error repeats them),
+    /// a result stays within the call's budget and an error's message within its bound.
+    #[test]
+    fn what_the_client_sent_never_makes_an_answer_cross_its_bounds(
+        size in 0usize..200_000,
+        budget in 1024usize..65_536,
+        shape in 0usize..6,
+        quotes in any::<bool>(),
+    ) {
+        let text = if quotes { "\"".repeat(size) } else { "q".repeat(size) };
+        let mut tools = Tools::new();
+        let short = json!({"type": "string", "maxLength": 10});
+        tools
+            .register(ToolDef::new(
+                "strict",
+                "Three short strings",
+                json!({
+                    "type": "object",
+                    "properties": {"a": short, "b": short, "c": short},
+                    "additionalProperties": false
+                }),
+                |_, _| async { Ok(Outcome::Complete(CallToolResult::text("ok"))) },
+            ))
+            .unwrap();
+        let server = Server::builder("t", "1").tools(tools).response_budget(budget).build().unwrap();
+        let call = |name: &str, arguments: Value| {
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments}})
+        };
+        let body = match shape {
+            0 => call("strict", json!({"a": text, "b": text, "c": text})),
+            1 => call("strict", json!({"a": [text, text]})),
+            2 => call("strict", json!({"a": {"k": text}})),
+            3 => call("strict", Value::Object(Map::from_iter([(text.clone(), json!(1))]))),
+            4 => call(&text, json!({})),
+            _ => json!({"jsonrpc": "2.0", "id": 1, "method": text}),
+        }
+        .to_string();
+        let reply = runtime().block_on(server.handle(Incoming::new(body.as_bytes())));
+        let reply = reply.body_value().unwrap();
+        if let Some(result) = reply.get("result") {
+            let bytes = serde_json::to_vec(result).unwrap().len();
+            prop_assert!(bytes <= budget, "{} > {}", bytes, budget);
+        } else {
+            let message = reply["error"]["message"].as_str().unwrap_or_default();
+            prop_assert!(
+                message.len() <= mcp_protocol::error::MAX_MESSAGE_BYTES,
+                "{} bytes", message.len()
+            );
         }
     }
 }

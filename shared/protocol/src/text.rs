@@ -135,6 +135,12 @@ mod tests {
             head.len() + left_out.parse::<usize>().unwrap() + tail.len(),
             text.len()
         );
+        // Just over the bound (the case proptest once shrank a failure to): the cut text is
+        // within it, marker included.
+        for max in [100, 300, 1024] {
+            let over = "q".repeat(max + 1);
+            assert!(elided(&over, max).len() <= max, "{max}");
+        }
         // Multi-byte characters on both cuts.
         let wide = "€".repeat(1_000);
         let cut = elided(&wide, 100);

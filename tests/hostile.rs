@@ -282,7 +282,7 @@ async fn errors_repeat_only_an_excerpt_of_what_the_client_sent() {
         assert_eq!(a.status, status, "{case}: {a:?}");
         let message = a.body["error"]["message"].as_str().unwrap_or_default();
         // A failure names the message by its start: it may be the whole 300 KB.
-        let start = &message[..message.len().min(200)];
+        let start = mcp_protocol::text::shortened(message, 200).unwrap_or_else(|| message.into());
         assert!(message.contains(says), "{case}: {start}");
         assert!(message.contains("bytes left out]"), "{case}: {start}");
         assert!(

@@ -495,3 +495,80 @@ async fn a_tool_that_ignores_its_deadline_is_stopped_by_the_engine() {
         "the late body was dropped"
     );
 }
+
+/// A read whose statements do not depend on each other's rows is one round trip to the
+/// proxy: `BEGIN`, the settings, the statements and `COMMIT` leave in one flight. Counted
+/// at a proxy in front of PgBouncer (TLS hides the statements, not who speaks when).
+#[tokio::test]
+async fn every_tool_reads_in_one_round_trip_but_search() {
+    let db = fixture().await;
+    let proxy = FaultProxy::start(pgbouncer().0).await;
+    let store = db.store_via("mcp_endpoint", proxy.port, Duration::from_secs(5));
+    let (app, _) = app_with_budget(store.clone(), 256 * 1024);
+    let acme = token(Some("acme"));
+    // The first call connects (TLS, authentication, the role check): not counted.
+    ok(&call(&app, &acme, "describe_data", json!({})).await);
+    let first: i64 = db
+        .admin
+        .query_one("SELECT min(id) FROM events WHERE tenant_id = 'acme'", &[])
+        .await
+        .unwrap()
+        .get(0);
+    let window = json!({"since": "2026-10-01T00:00:00Z", "until": "2026-12-01T00:00:00Z"});
+    for (tool, args, trips) in [
+        ("describe_data", json!({}), 1),
+        ("query_events", json!({}), 1),
+        // A page that stops before its rows do: the rows it leaves are discarded, and the
+        // COMMIT sent with the statement is answered after them.
+        ("query_events", json!({"limit": 1}), 1),
+        ("get_event", json!({"id": first}), 1),
+        ("get_entity_state", json!({"entity_id": "svc-a"}), 1),
+        ("summarize_window", window.clone(), 1),
+        (
+            "count_events",
+            json!({"since": "2026-10-01T00:00:00Z", "until": "2026-12-01T00:00:00Z", "bucket": "day"}),
+            1,
+        ),
+        // The search statement depends on the shape of the query, which a first one reads.
+        (
+            "search_events",
+            json!({"query": "checkout", "since": "2026-10-01T00:00:00Z", "until": "2026-12-01T00:00:00Z"}),
+            2,
+        ),
+    ] {
+        let before = proxy.turns();
+        let answer = call(&app, &acme, tool, args.clone()).await;
+        ok(&answer);
+        assert_eq!(proxy.turns() - before, trips, "{tool} {args}");
+    }
+    assert_eq!(proxy.live(), 1, "one connection served every call");
+
+    // A body that needs a statement's rows before its next one is committed by the read
+    // itself, one round trip later.
+    let before = proxy.turns();
+    let rows = store
+        .db
+        .read("acme", Instant::now() + Duration::from_secs(5), |tx| {
+            Box::pin(async move { tx.query("SELECT 1", &[]).await })
+        })
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(proxy.turns() - before, 2);
+
+    // A last statement that fails is rolled back by the COMMIT sent with it: the next read
+    // needs no ROLLBACK first, and still sees its rows.
+    let failed = store
+        .db
+        .read("acme", Instant::now() + Duration::from_secs(5), |tx| {
+            Box::pin(async move { tx.query_and_commit("SELECT 1 / 0", &[]).await })
+        })
+        .await;
+    assert!(matches!(failed, Err(DbError::Query(_))), "{failed:?}");
+    let before = proxy.turns();
+    assert_eq!(
+        ok(&call(&app, &acme, "query_events", json!({})).await)["count"],
+        5
+    );
+    assert_eq!(proxy.turns() - before, 1);
+}

@@ -182,8 +182,8 @@ async fn a_slow_network_is_bounded_by_the_deadline_and_a_cut_stream_by_one_retry
         5
     );
 
-    // G-7: 300 ms per chunk each way: the five round trips of a read cannot fit 800 ms.
-    proxy.latency(300);
+    // G-7: 500 ms per chunk each way: even the read's one round trip cannot fit 800 ms.
+    proxy.latency(500);
     let started = Instant::now();
     let a = call(&app, &acme, "query_events", json!({})).await;
     assert_eq!(

@@ -7,7 +7,7 @@
 //! soon as they arrive, as when the service behind is stopped), `latency` (every chunk is
 //! delayed, both ways) and `cut_after` (a new connection's server-to-client stream is closed
 //! after that many bytes, as when a path dies mid-result). `live()` counts open connections, so a test
-//! can show that nothing leaks.
+//! can show that nothing leaks; `turns()` counts round trips (see [`Turns`]).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -26,7 +26,26 @@ pub(crate) struct FaultProxy {
     accepted: Arc<AtomicUsize>,
     latency_ms: Arc<AtomicUsize>,
     cut_after: Arc<AtomicUsize>,
+    turns: Arc<Turns>,
     accept: tokio::task::JoinHandle<()>,
+}
+
+/// Round trips the clients started: a chunk from a client that follows a chunk from the
+/// server (or is the first) is a new turn. TLS hides the statements, but not who speaks
+/// when: a client that pipelines its statements speaks once and then only listens.
+#[derive(Default)]
+struct Turns {
+    client_spoke_last: AtomicBool,
+    count: AtomicUsize,
+}
+
+impl Turns {
+    fn heard(&self, from_client: bool) {
+        if self.client_spoke_last.swap(from_client, Ordering::SeqCst) != from_client && from_client
+        {
+            self.count.fetch_add(1, Ordering::SeqCst);
+        }
+    }
 }
 
 impl FaultProxy {
@@ -41,9 +60,10 @@ impl FaultProxy {
         let accepted = Arc::new(AtomicUsize::new(0));
         let latency_ms = Arc::new(AtomicUsize::new(0));
         let cut_after = Arc::new(AtomicUsize::new(usize::MAX));
+        let turns = Arc::new(Turns::default());
         let (hole, resets, count) = (blackhole.clone(), reset.clone(), live.clone());
         let (is_down, seen) = (down.clone(), accepted.clone());
-        let (delay, cut) = (latency_ms.clone(), cut_after.clone());
+        let (delay, cut, said) = (latency_ms.clone(), cut_after.clone(), turns.clone());
         let accept = tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
                 seen.fetch_add(1, Ordering::SeqCst);
@@ -58,13 +78,28 @@ impl FaultProxy {
                 let count = count.clone();
                 let delay = delay.clone();
                 let limit = cut.load(Ordering::SeqCst);
+                let said = said.clone();
                 count.fetch_add(1, Ordering::SeqCst);
                 tokio::spawn(async move {
                     let (cr, cw) = client.into_split();
                     let (sr, sw) = server.into_split();
                     let mut pumps = JoinSet::new();
-                    pumps.spawn(pump(cr, sw, hole.clone(), delay.clone(), usize::MAX));
-                    pumps.spawn(pump(sr, cw, hole, delay, limit));
+                    let to_server = Side {
+                        hole: hole.clone(),
+                        delay: delay.clone(),
+                        budget: usize::MAX,
+                        from_client: true,
+                        turns: said.clone(),
+                    };
+                    let to_client = Side {
+                        hole,
+                        delay,
+                        budget: limit,
+                        from_client: false,
+                        turns: said,
+                    };
+                    pumps.spawn(pump(cr, sw, to_server));
+                    pumps.spawn(pump(sr, cw, to_client));
                     tokio::select! {
                         // Either side closing ends the connection, as a real proxy would.
                         _ = pumps.join_next() => {}
@@ -84,6 +119,7 @@ impl FaultProxy {
             accepted,
             latency_ms,
             cut_after,
+            turns,
             accept,
         }
     }
@@ -120,6 +156,11 @@ impl FaultProxy {
         self.reset.send_modify(|n| *n += 1);
     }
 
+    /// Round trips started by clients so far, over every connection (see [`Turns`]).
+    pub(crate) fn turns(&self) -> usize {
+        self.turns.count.load(Ordering::SeqCst)
+    }
+
     /// Open connections through the proxy.
     pub(crate) fn live(&self) -> usize {
         self.live.load(Ordering::SeqCst)
@@ -133,13 +174,28 @@ impl Drop for FaultProxy {
     }
 }
 
+/// One direction of a proxied connection.
+struct Side {
+    hole: watch::Receiver<bool>,
+    delay: Arc<AtomicUsize>,
+    /// Bytes this direction delivers before it closes.
+    budget: usize,
+    from_client: bool,
+    turns: Arc<Turns>,
+}
+
 async fn pump(
     mut from: tokio::net::tcp::OwnedReadHalf,
     mut to: tokio::net::tcp::OwnedWriteHalf,
-    mut hole: watch::Receiver<bool>,
-    delay: Arc<AtomicUsize>,
-    mut budget: usize,
+    side: Side,
 ) {
+    let Side {
+        mut hole,
+        delay,
+        mut budget,
+        from_client,
+        turns,
+    } = side;
     let mut buf = vec![0u8; 16 * 1024];
     loop {
         let Ok(n) = from.read(&mut buf).await else {
@@ -148,6 +204,7 @@ async fn pump(
         if n == 0 {
             return;
         }
+        turns.heard(from_client);
         // Held, not dropped: TCP would retransmit until the path comes back.
         if hole.wait_for(|on| !on).await.is_err() {
             return;

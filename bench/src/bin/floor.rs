@@ -51,7 +51,7 @@ async fn rows(floor: &Floor) -> Result<Vec<tokio_postgres::Row>, mcp_db::DbError
                 let none_time: Option<Timestamp> = None;
                 let none_id: Option<i64> = None;
                 let probe = limit + 1;
-                tx.query(
+                tx.query_and_commit(
                     mcp_tools::QUERY_EVENTS_SQL,
                     &[
                         (&entity, Type::TEXT),

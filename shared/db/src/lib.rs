@@ -26,6 +26,7 @@ mod tls;
 use std::future::Future;
 use std::ops::ControlFlow;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use futures_util::TryStreamExt;
@@ -53,8 +54,18 @@ const CANCEL_WAIT: Duration = Duration::from_millis(250);
 pub type Param<'a> = (&'a (dyn ToSql + Sync), Type);
 
 /// The open read-only transaction a read runs in.
+///
+/// A body whose statements do not depend on each other's rows ends with one of the
+/// `…_and_commit` methods: they take the transaction by value, so nothing can be sent
+/// after them, and they send `COMMIT` in the same flight as the last statements. With
+/// [`Db::read`]'s pipelined start, such a read is one round trip to the proxy (in AWS,
+/// Lambda to RDS Proxy and on to the database, each a network hop). A body that ends
+/// otherwise is committed by [`Db::read`], one round trip later.
 pub struct Tx<'a> {
     client: &'a Client,
+    /// Set once the body's own `COMMIT` was answered: the transaction is over, whatever
+    /// the statements before it did (a `COMMIT` after a failed statement rolls back).
+    ended: &'a AtomicBool,
 }
 
 impl Tx<'_> {
@@ -69,6 +80,79 @@ impl Tx<'_> {
             .query_typed(sql, params)
             .await
             .map_err(DbError::from_query)
+    }
+
+    /// Runs the transaction's last statement and commits, in one flight: returns its rows.
+    ///
+    /// # Errors
+    ///
+    /// As [`Tx::query`]; the statement's error comes first.
+    pub async fn query_and_commit(
+        self,
+        sql: &str,
+        params: &[Param<'_>],
+    ) -> Result<Vec<Row>, DbError> {
+        let [rows] = self.queries_and_commit([(sql, params)]).await?;
+        Ok(rows)
+    }
+
+    /// Runs the transaction's last statements, which must not depend on each other's rows,
+    /// and commits, all in one flight: returns each statement's rows, in order.
+    ///
+    /// # Errors
+    ///
+    /// As [`Tx::query`]; the first statement's error comes first.
+    pub async fn queries_and_commit<const N: usize>(
+        self,
+        statements: [(&str, &[Param<'_>]); N],
+    ) -> Result<[Vec<Row>; N], DbError> {
+        let client = self.client;
+        // join_all polls its futures in order, and the driver sends each request when its
+        // future is first polled: the statements leave in order, COMMIT after them.
+        let sent = futures_util::future::join_all(
+            statements
+                .into_iter()
+                .map(|(sql, params)| client.query_typed(sql, params)),
+        );
+        let (results, committed) = tokio::join!(sent, self.commit());
+        let mut rows: [Vec<Row>; N] = std::array::from_fn(|_| Vec::new());
+        for (slot, result) in rows.iter_mut().zip(results) {
+            *slot = result.map_err(DbError::from_query)?;
+        }
+        committed?;
+        Ok(rows)
+    }
+
+    /// Runs the transaction's last statement, handing its rows to `each` as
+    /// [`Tx::for_each_row`] does, and commits in the same flight. Rows `each` did not want
+    /// are discarded by the driver before `COMMIT`'s answer, which arrives after them.
+    ///
+    /// # Errors
+    ///
+    /// As [`Tx::query`]; the statement's error comes first.
+    pub async fn for_each_row_and_commit<F>(
+        self,
+        sql: &str,
+        params: &[Param<'_>],
+        each: F,
+    ) -> Result<u64, DbError>
+    where
+        F: FnMut(Row) -> ControlFlow<()>,
+    {
+        let (seen, committed) = tokio::join!(self.for_each_row(sql, params, each), self.commit());
+        let seen = seen?;
+        committed?;
+        Ok(seen)
+    }
+
+    /// `COMMIT`, sent when first polled (after whatever was polled before it).
+    async fn commit(&self) -> Result<(), DbError> {
+        self.client
+            .query_typed("COMMIT", &[])
+            .await
+            .map_err(DbError::from_query)?;
+        self.ended.store(true, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Runs one statement and hands its rows to `each` as they arrive, until `each` says
@@ -172,6 +256,7 @@ impl Db {
                 return Err(DbError::Timeout(Phase::Execute));
             };
             let timeout_ms = server_budget.as_millis().max(1).to_string();
+            let ended = AtomicBool::new(false);
             let transaction = async {
                 let settings: [Param<'_>; 2] = [(&tenant, Type::TEXT), (&timeout_ms, Type::TEXT)];
                 let begin = client.query_typed("BEGIN READ ONLY", &[]);
@@ -186,19 +271,26 @@ impl Db {
                 );
                 // Pipelined: the driver sends each request when its future is first polled,
                 // and join polls them in order, so BEGIN, the settings and the body's first
-                // statement leave in one flight and the server runs them in that order (one
-                // round trip to the proxy instead of three). Safe through a transaction-mode
+                // statements leave in one flight and the server runs them in that order (with
+                // a body that ends with a `Tx::…_and_commit` method, COMMIT too: one round
+                // trip to the proxy instead of four). Safe through a transaction-mode
                 // pooler: from BEGIN on the server connection is held until COMMIT. If BEGIN
                 // or the settings fail, the statements after them fail too ("current
                 // transaction is aborted"), so the first failure is the one reported.
-                let (begun, set, value) = tokio::join!(begin, setup, body(Tx { client }));
+                let tx = Tx {
+                    client,
+                    ended: &ended,
+                };
+                let (begun, set, value) = tokio::join!(begin, setup, body(tx));
                 begun.map_err(DbError::from_query)?;
                 set.map_err(DbError::from_query)?;
                 let value = value?;
-                client
-                    .query_typed("COMMIT", &[])
-                    .await
-                    .map_err(DbError::from_query)?;
+                if !ended.load(Ordering::Relaxed) {
+                    client
+                        .query_typed("COMMIT", &[])
+                        .await
+                        .map_err(DbError::from_query)?;
+                }
                 Ok(value)
             };
             let result: Result<T, DbError> =
@@ -218,6 +310,11 @@ impl Db {
                         return Err(DbError::Timeout(Phase::Execute));
                     }
                 };
+            if ended.load(Ordering::Relaxed) {
+                // The body's own COMMIT was answered: even after a failed statement there
+                // is no transaction left to roll back.
+                conn.dirty = false;
+            }
             match result {
                 Ok(value) => {
                     conn.dirty = false;

@@ -145,7 +145,7 @@ async fn run(store: Arc<Store>, args: Args, ctx: RequestContext) -> ToolResult {
             Box::pin(async move {
                 let (entity, types) = &*filters;
                 let cap = MAX_BUCKETS * 10;
-                tx.query(
+                tx.query_and_commit(
                     group_by.statement(),
                     &[
                         (&interval, Type::TEXT),

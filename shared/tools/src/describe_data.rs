@@ -52,10 +52,15 @@ async fn run(store: Arc<Store>, _: Args, ctx: RequestContext) -> ToolResult {
         .read(NAME, &ctx, &tenant, |tx| {
             Box::pin(async move {
                 let probe = sql::MAX_EVENT_TYPES + 1;
-                let types = tx.query(sql::EVENT_TYPES, &[(&probe, Type::INT8)]).await?;
-                let entities = tx.query(sql::ENTITY_TYPES, &[]).await?;
-                let severities = tx.query(sql::SEVERITY_COUNTS, &[]).await?;
-                let range = tx.query(sql::EVENT_RANGE, &[]).await?;
+                // Four independent reads: one flight with the COMMIT, one round trip.
+                let [types, entities, severities, range] = tx
+                    .queries_and_commit([
+                        (sql::EVENT_TYPES, &[(&probe, Type::INT8)]),
+                        (sql::ENTITY_TYPES, &[]),
+                        (sql::SEVERITY_COUNTS, &[]),
+                        (sql::EVENT_RANGE, &[]),
+                    ])
+                    .await?;
                 Ok((types, entities, severities, range))
             })
         })

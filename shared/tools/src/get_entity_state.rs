@@ -76,7 +76,10 @@ pub(crate) async fn load(
     let rows = store
         .read(name, ctx, &tenant, move |tx| {
             let e = entity.clone();
-            Box::pin(async move { tx.query(sql::GET_ENTITY_STATE, &[(&*e, Type::TEXT)]).await })
+            Box::pin(async move {
+                tx.query_and_commit(sql::GET_ENTITY_STATE, &[(&*e, Type::TEXT)])
+                    .await
+            })
         })
         .await?;
     let Some(row) = rows.first() else {

@@ -72,7 +72,10 @@ pub(crate) async fn load(
     let tenant = tenant(ctx)?;
     let rows = store
         .read(name, ctx, &tenant, move |tx| {
-            Box::pin(async move { tx.query(sql::GET_EVENT, &[(&id, Type::INT8)]).await })
+            Box::pin(async move {
+                tx.query_and_commit(sql::GET_EVENT, &[(&id, Type::INT8)])
+                    .await
+            })
         })
         .await?;
     let Some(row) = rows.first() else {

@@ -164,7 +164,7 @@ async fn run(store: Arc<Store>, mut args: Args, ctx: RequestContext) -> ToolResu
                 ];
                 let mut page = Page::new(limit as usize, room, with_payload);
                 page.rows_read = tx
-                    .for_each_row(QUERY_EVENTS_SQL, &params, |row| page.offer(&row))
+                    .for_each_row_and_commit(QUERY_EVENTS_SQL, &params, |row| page.offer(&row))
                     .await?;
                 Ok(page)
             })

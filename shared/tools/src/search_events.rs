@@ -312,7 +312,7 @@ pub(crate) async fn search(
                     (&after_id, Type::INT8),
                     (&probe, Type::INT8),
                 ];
-                Ok(Ok(tx.query(sql::SEARCH_EVENTS, &params).await?))
+                Ok(Ok(tx.query_and_commit(sql::SEARCH_EVENTS, &params).await?))
             })
         })
         .await??;

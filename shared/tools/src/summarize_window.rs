@@ -81,10 +81,15 @@ async fn run(store: Arc<Store>, args: Args, ctx: RequestContext) -> ToolResult {
                     (&until, Type::TIMESTAMPTZ),
                     (&*entity, Type::TEXT),
                 ];
-                let tally = tx.query(sql::WINDOW_SEVERITY_COUNTS, &base).await?;
                 let mut params = base.to_vec();
                 params.push((&probe, Type::INT8));
-                let summaries = tx.query(sql::WINDOW_SUMMARIES, &params).await?;
+                // Independent reads: one flight with the COMMIT, one round trip.
+                let [tally, summaries] = tx
+                    .queries_and_commit([
+                        (sql::WINDOW_SEVERITY_COUNTS, &base),
+                        (sql::WINDOW_SUMMARIES, &params),
+                    ])
+                    .await?;
                 Ok((tally, summaries))
             })
         })

@@ -15,7 +15,7 @@ use crate::support::db::{
     TestDb, app_with_budget, call, eventually, fixture, ids, ok, pgbouncer, token, tool_error,
 };
 use crate::support::faultproxy::FaultProxy;
-use crate::support::http::captured_logs;
+use crate::support::http::{captured_logs, post_json, send};
 
 async fn running(db: &TestDb, query: &str) -> i64 {
     db.admin
@@ -500,7 +500,7 @@ async fn a_tool_that_ignores_its_deadline_is_stopped_by_the_engine() {
 /// proxy: `BEGIN`, the settings, the statements and `COMMIT` leave in one flight. Counted
 /// at a proxy in front of PgBouncer (TLS hides the statements, not who speaks when).
 #[tokio::test]
-async fn every_tool_reads_in_one_round_trip_but_search() {
+async fn every_tool_reads_in_one_round_trip_but_the_searches() {
     let db = fixture().await;
     let proxy = FaultProxy::start(pgbouncer().0).await;
     let store = db.store_via("mcp_endpoint", proxy.port, Duration::from_secs(5));
@@ -515,7 +515,7 @@ async fn every_tool_reads_in_one_round_trip_but_search() {
         .unwrap()
         .get(0);
     let window = json!({"since": "2026-10-01T00:00:00Z", "until": "2026-12-01T00:00:00Z"});
-    for (tool, args, trips) in [
+    let cases = [
         ("describe_data", json!({}), 1),
         ("query_events", json!({}), 1),
         // A page that stops before its rows do: the rows it leaves are discarded, and the
@@ -529,13 +529,41 @@ async fn every_tool_reads_in_one_round_trip_but_search() {
             json!({"since": "2026-10-01T00:00:00Z", "until": "2026-12-01T00:00:00Z", "bucket": "day"}),
             1,
         ),
-        // The search statement depends on the shape of the query, which a first one reads.
+        ("fetch", json!({"id": first.to_string()}), 1),
+        // A first statement reads the query's shape; a query that only excludes words never
+        // reaches the search, so the search waits for it.
         (
             "search_events",
             json!({"query": "checkout", "since": "2026-10-01T00:00:00Z", "until": "2026-12-01T00:00:00Z"}),
             2,
         ),
-    ] {
+        ("search", json!({"query": "checkout"}), 2),
+    ];
+    // Every tool the server lists is measured here: a new tool joins this list.
+    let bearer = format!("Bearer {acme}");
+    let listed = send(
+        &app,
+        post_json(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+            &[
+                ("authorization", bearer.as_str()),
+                ("mcp-protocol-version", "2025-11-25"),
+            ],
+        ),
+    )
+    .await;
+    let mut listed: Vec<&str> = listed.result()["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    let mut measured: Vec<&str> = cases.iter().map(|(tool, _, _)| *tool).collect();
+    listed.sort_unstable();
+    measured.sort_unstable();
+    measured.dedup();
+    assert_eq!(measured, listed);
+    for (tool, args, trips) in cases {
         let before = proxy.turns();
         let answer = call(&app, &acme, tool, args.clone()).await;
         ok(&answer);

@@ -143,10 +143,12 @@ impl Db {
                 set.map_err(DbError::from_query)?;
                 let value = value?;
                 if !ended.load(Ordering::Relaxed) {
-                    client
-                        .query_typed("COMMIT", &[])
-                        .await
-                        .map_err(DbError::from_query)?;
+                    Tx {
+                        client,
+                        ended: &ended,
+                    }
+                    .commit()
+                    .await?;
                 }
                 Ok(value)
             };
@@ -167,16 +169,11 @@ impl Db {
                         return Err(DbError::Timeout(Phase::Execute));
                     }
                 };
-            if ended.load(Ordering::Relaxed) {
-                // The body's own COMMIT was answered: even after a failed statement there
-                // is no transaction left to roll back.
-                conn.dirty = false;
-            }
+            // A transaction whose COMMIT was answered is over, even after a failed statement
+            // (the COMMIT rolled it back); any other may still be open.
+            conn.dirty = !ended.load(Ordering::Relaxed);
             match result {
-                Ok(value) => {
-                    conn.dirty = false;
-                    return Ok(value);
-                }
+                Ok(value) => return Ok(value),
                 Err(e) if e.is_connection() && attempt == 1 => {
                     tracing::warn!(error = %e, "database connection lost; reconnecting once");
                     conn.client = None;

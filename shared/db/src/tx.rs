@@ -27,8 +27,9 @@ pub type Param<'a> = (&'a (dyn ToSql + Sync), Type);
 /// that ends otherwise is committed by `Db::read`, one round trip later.
 pub struct Tx<'a> {
     pub(crate) client: &'a Client,
-    /// Set once the body's own `COMMIT` was answered: the transaction is over, whatever
-    /// the statements before it did (a `COMMIT` after a failed statement rolls back).
+    /// Set once the transaction's `COMMIT` (the body's own, or the read's) was answered:
+    /// the transaction is over, whatever the statements before it did (a `COMMIT` after a
+    /// failed statement rolls back).
     pub(crate) ended: &'a AtomicBool,
 }
 
@@ -110,7 +111,7 @@ impl Tx<'_> {
     }
 
     /// `COMMIT`, sent when first polled (after whatever was polled before it).
-    async fn commit(&self) -> Result<(), DbError> {
+    pub(crate) async fn commit(&self) -> Result<(), DbError> {
         self.client
             .query_typed("COMMIT", &[])
             .await

@@ -496,11 +496,12 @@ async fn a_tool_that_ignores_its_deadline_is_stopped_by_the_engine() {
     );
 }
 
-/// A read whose statements do not depend on each other's rows is one round trip to the
-/// proxy: `BEGIN`, the settings, the statements and `COMMIT` leave in one flight. Counted
-/// at a proxy in front of PgBouncer (TLS hides the statements, not who speaks when).
+/// Every tool's read is one round trip to the proxy: `BEGIN`, the settings, the statements
+/// and `COMMIT` leave in one flight (the searches read the query's shape in the same
+/// statement as the search). Counted at a proxy in front of PgBouncer (TLS hides the
+/// statements, not who speaks when).
 #[tokio::test]
-async fn every_tool_reads_in_one_round_trip_but_the_searches() {
+async fn every_tool_reads_in_one_round_trip() {
     let db = fixture().await;
     let proxy = FaultProxy::start(pgbouncer().0).await;
     let store = db.store_via("mcp_endpoint", proxy.port, Duration::from_secs(5));
@@ -530,14 +531,12 @@ async fn every_tool_reads_in_one_round_trip_but_the_searches() {
             1,
         ),
         ("fetch", json!({"id": first.to_string()}), 1),
-        // A first statement reads the query's shape; a query that only excludes words never
-        // reaches the search, so the search waits for it.
         (
             "search_events",
             json!({"query": "checkout", "since": "2026-10-01T00:00:00Z", "until": "2026-12-01T00:00:00Z"}),
-            2,
+            1,
         ),
-        ("search", json!({"query": "checkout"}), 2),
+        ("search", json!({"query": "checkout"}), 1),
     ];
     // Every tool the server lists is measured here: a new tool joins this list.
     let bearer = format!("Bearer {acme}");
@@ -569,6 +568,14 @@ async fn every_tool_reads_in_one_round_trip_but_the_searches() {
         ok(&answer);
         assert_eq!(proxy.turns() - before, trips, "{tool} {args}");
     }
+    // A refused search is the same one round trip (the statement says why it refused).
+    let before = proxy.turns();
+    let refused = call(&app, &acme, "search_events", json!({"query": "-checkout"})).await;
+    assert!(
+        tool_error(&refused).contains("only excludes"),
+        "{refused:?}"
+    );
+    assert_eq!(proxy.turns() - before, 1);
     assert_eq!(proxy.live(), 1, "one connection served every call");
 
     // A body that needs a statement's rows before its next one is committed by the read

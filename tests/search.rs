@@ -418,6 +418,81 @@ async fn search_and_fetch_answer_in_the_shape_chatgpt_documents() {
     assert_eq!(ok(&a)["id"], incident.to_string());
 }
 
+/// The search is one statement that also reads the query's shape (one round trip with its
+/// transaction): a query the rule refuses never reaches the ranking, which for a query of
+/// exclusions only would rank every event in the window. Read from the statement's own
+/// plan, run as the endpoint's role: `search_event_ranks` is never executed when refused.
+#[tokio::test]
+async fn a_refused_query_ranks_nothing() {
+    let db = fixture().await;
+    let (client, connection) = tokio_postgres::connect(&format!("{ADMIN}/{}", db.name), NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client
+        .batch_execute(
+            "BEGIN READ ONLY; SET LOCAL ROLE mcp_endpoint; \
+             SELECT set_config('app.tenant_id', 'acme', true)",
+        )
+        .await
+        .unwrap();
+    let since: jiff::Timestamp = NOVEMBER.0.parse().unwrap();
+    let until: jiff::Timestamp = NOVEMBER.1.parse().unwrap();
+    let explain = format!(
+        "EXPLAIN (ANALYZE, FORMAT JSON) {}",
+        mcp_tools::SEARCH_EVENTS_SQL
+    );
+    let run = |query: &'static str| {
+        let (client, explain) = (&client, &explain);
+        async move {
+            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 8] = [
+                &query,
+                &since,
+                &until,
+                &0i16,
+                &None::<f32>,
+                &None::<jiff::Timestamp>,
+                &None::<i64>,
+                &11i64,
+            ];
+            let rows = client
+                .query(mcp_tools::SEARCH_EVENTS_SQL, &params)
+                .await
+                .unwrap();
+            let refusals: Vec<Option<String>> = rows.iter().map(|r| r.get("refusal")).collect();
+            let plan: Value = client.query_one(explain, &params).await.unwrap().get(0);
+            (refusals, ranking_loops(&plan))
+        }
+    };
+    for (query, refusal) in [("-deploy", "only_exclusions"), ("the and of", "no_words")] {
+        let (refusals, loops) = run(query).await;
+        assert_eq!(refusals, [Some(refusal.to_owned())], "{query}");
+        assert_eq!(loops, Some(0), "{query}: the ranking ran");
+    }
+    // The same plan runs the ranking once for a query it accepts (the test can fail).
+    let (refusals, loops) = run("alert").await;
+    assert_eq!(refusals, [None, None], "two alerts in the fixture");
+    assert_eq!(loops, Some(1));
+    let (refusals, loops) = run("nothingmatchesthis").await;
+    assert_eq!(refusals, [None], "no match is one row without a hit");
+    assert_eq!(loops, Some(1));
+    client.batch_execute("ROLLBACK").await.unwrap();
+}
+
+/// How many times the plan's scan of `search_event_ranks` ran (`None`: no such node).
+fn ranking_loops(plan: &Value) -> Option<u64> {
+    match plan {
+        Value::Object(node) => {
+            if node.get("Function Name").and_then(Value::as_str) == Some("search_event_ranks") {
+                return node.get("Actual Loops").and_then(Value::as_u64);
+            }
+            node.values().find_map(ranking_loops)
+        }
+        Value::Array(items) => items.iter().find_map(ranking_loops),
+        _ => None,
+    }
+}
+
 #[tokio::test]
 async fn the_search_index_is_used_at_100_000_events() {
     let db = TestDb::create().await;

@@ -40,7 +40,7 @@ pub use query_events::MAX_LIMIT;
 pub use resources::{ENTITY_STATE_TEMPLATE, EVENT_TYPES_URI, register_resources};
 pub use search_events::MAX_SEARCH_LIMIT;
 #[doc(hidden)]
-pub use sql::QUERY_EVENTS_SQL;
+pub use sql::{QUERY_EVENTS_SQL, SEARCH_EVENTS_SQL};
 pub use store::Store;
 
 /// The scope every event-store tool requires.

@@ -291,17 +291,6 @@ pub(crate) async fn search(
         .read(tool_name, ctx, &tenant, move |tx| {
             let text = text.clone();
             Box::pin(async move {
-                let shape = tx
-                    .query(sql::SEARCH_QUERY_SHAPE, &[(&*text, Type::TEXT)])
-                    .await?;
-                let Some(shape) = shape.first() else {
-                    return Ok(Err(ToolError::Execution(
-                        "The query could not be read.".into(),
-                    )));
-                };
-                if let Err(e) = check_shape(shape) {
-                    return Ok(Err(e));
-                }
                 let params: [Param<'_>; 8] = [
                     (&*text, Type::TEXT),
                     (&since, Type::TIMESTAMPTZ),
@@ -312,14 +301,25 @@ pub(crate) async fn search(
                     (&after_id, Type::INT8),
                     (&probe, Type::INT8),
                 ];
-                Ok(Ok(tx.query_and_commit(sql::SEARCH_EVENTS, &params).await?))
+                tx.query_and_commit(sql::SEARCH_EVENTS_SQL, &params).await
             })
         })
-        .await??;
-    let mut hits = read
-        .iter()
-        .map(Hit::from_row)
-        .collect::<Result<Vec<_>, _>>()?;
+        .await?;
+    // Every row carries the refusal, if any; a refused query ranked nothing.
+    let refusal: Option<String> = match read.first() {
+        Some(row) => col(row, "refusal")?,
+        None => return Err(ToolError::Execution("The query could not be read.".into())),
+    };
+    if let Some(refusal) = refusal {
+        return Err(refused(&refusal));
+    }
+    let mut hits = Vec::with_capacity(read.len());
+    for row in &read {
+        // No match: the one row has no hit.
+        if col::<Option<i64>>(row, "id")?.is_some() {
+            hits.push(Hit::from_row(row)?);
+        }
+    }
     let more = hits.len() as i64 > limit;
     hits.truncate(limit as usize);
     Ok(Hits {
@@ -349,21 +349,14 @@ fn check_text(text: &str) -> Result<(), ToolError> {
     Ok(())
 }
 
-/// Refuses queries the parser reduced to nothing, or to exclusions only.
-fn check_shape(shape: &Row) -> Result<(), ToolError> {
-    let nodes: i32 = col(shape, "nodes")?;
-    if nodes == 0 {
-        return Err(ToolError::Execution(
-            "The query has no searchable word: it is only stop words (such as `the`, `and`, `of`) or punctuation. Add a distinctive word, such as a service, an error or an alert name.".into(),
-        ));
-    }
-    let tree: String = col(shape, "tree")?;
-    if tree == "T" {
-        return Err(ToolError::Execution(
-            "The query only excludes words (`-word`). Add at least one word that results must contain.".into(),
-        ));
-    }
-    Ok(())
+/// What the search statement's refusal code (see [`sql::SEARCH_EVENTS_SQL`], where the rule
+/// is) tells the caller.
+fn refused(refusal: &str) -> ToolError {
+    ToolError::Execution(match refusal {
+        "no_words" => "The query has no searchable word: it is only stop words (such as `the`, `and`, `of`) or punctuation. Add a distinctive word, such as a service, an error or an alert name.".into(),
+        "only_exclusions" => "The query only excludes words (`-word`). Add at least one word that results must contain.".into(),
+        other => format!("The query could not be searched ({other})."),
+    })
 }
 
 /// The window searched: as given, with `until` defaulting to now and `since` to 30 days

@@ -97,12 +97,6 @@ pub(crate) const COUNT_ALL: &str = count_by!("''");
 pub(crate) const COUNT_BY_EVENT_TYPE: &str = count_by!("event_type");
 pub(crate) const COUNT_BY_SEVERITY: &str = count_by!("severity::text");
 
-/// `search_events`, first statement: what the query means to the text-search parser. No
-/// lexeme (`nodes` 0) means only stop words or punctuation; a tree of `T` means nothing the
-/// index can look up (only exclusions such as `-deploy`).
-pub(crate) const SEARCH_QUERY_SHAPE: &str = "SELECT numnode(q) AS nodes, querytree(q) AS tree \
-     FROM websearch_to_tsquery('english', $1) AS q";
-
 /// `search_events`: the best matches of `$1` (web-search syntax: words, "phrases", `or`,
 /// `-word`) in `$2` <= occurred_at < `$3` at severity >= `$4`, by relevance then recency,
 /// after the position (`$5` rank, `$6`, `$7`) of the previous page, up to `$8` rows (at
@@ -110,10 +104,27 @@ pub(crate) const SEARCH_QUERY_SHAPE: &str = "SELECT numnode(q) AS nodes, querytr
 /// ranks them through the search index; the rows come back through this role's row-level
 /// security. Snippets (`ts_headline`, the costly part) are made for the returned rows only,
 /// cut at 400 characters whatever the stored text.
-pub(crate) const SEARCH_EVENTS: &str = "SELECT e.id, e.entity_id, e.entity_type, e.event_type, e.severity, e.occurred_at, r.rank, \
+///
+/// One statement, so one round trip with its transaction: every row also says whether the
+/// query was refused (`refusal`), and a refused query ranks nothing. The rule lives here
+/// and only here: `no_words` when the text-search parser found no lexeme (only stop words
+/// or punctuation), `only_exclusions` when what is left is a tree of `T` (only `-word`s:
+/// nothing the index can look up, so every event in the window would be ranked). The
+/// search is gated on the refusal by an uncorrelated subquery, which PostgreSQL runs once
+/// before the search as a one-time filter: when it refuses, `search_event_ranks` is never
+/// called (`tests/search.rs` reads this from `EXPLAIN ANALYZE`). A refused query, and a
+/// query without matches, answer one row whose hit columns are all null.
+pub const SEARCH_EVENTS_SQL: &str = "WITH shape AS (\
+         SELECT CASE WHEN numnode(q) = 0 THEN 'no_words' \
+                     WHEN querytree(q) = 'T' THEN 'only_exclusions' END AS refusal \
+         FROM websearch_to_tsquery('english', $1) AS q) \
+     SELECT shape.refusal, h.id, h.entity_id, h.entity_type, h.event_type, h.severity, h.occurred_at, h.rank, h.snippet \
+     FROM shape LEFT JOIN (\
+         SELECT e.id, e.entity_id, e.entity_type, e.event_type, e.severity, e.occurred_at, r.rank, \
             left(ts_headline('english', \
                 concat_ws(' · ', e.ai_summary, event_structured_text(e.structured)), \
                 websearch_to_tsquery('english', $1), \
                 'MaxFragments=2, MaxWords=18, MinWords=6, StartSel=**, StopSel=**, FragmentDelimiter=\" … \"'), 400) AS snippet \
-     FROM search_event_ranks($1, $2, $3, $4, $5, $6, $7, $8) AS r JOIN events e ON e.id = r.id \
-     ORDER BY r.rank DESC, e.occurred_at DESC, e.id DESC";
+         FROM search_event_ranks($1, $2, $3, $4, $5, $6, $7, $8) AS r JOIN events e ON e.id = r.id \
+         WHERE (SELECT refusal FROM shape) IS NULL) AS h ON true \
+     ORDER BY h.rank DESC NULLS LAST, h.occurred_at DESC, h.id DESC";

@@ -162,8 +162,8 @@ impl Db {
                         // connection, whose protocol state is now unknown. In that order: a proxy
                         // forgets a closed client's cancel key, and a backend busy in a statement
                         // does not notice its socket going away.
-                        // Boxed for the same reason as connecting: rare, and large.
-                        Box::pin(self.cancel(&client.cancel_token(), conn.target.as_ref())).await;
+                        self.cancel(&client.cancel_token(), conn.target.as_ref())
+                            .await;
                         conn.client = None;
                         conn.dirty = false;
                         return Err(DbError::Timeout(Phase::Execute));
@@ -211,15 +211,11 @@ impl Db {
             conn.dirty = false;
         }
         if conn.client.is_none() {
-            // Boxed: connecting (TLS, a Secrets Manager read, the role check) is the largest
-            // state this future could be in, and it happens once per sandbox. Held inline,
-            // it made every read's future, and every tool call's around it, several KB
-            // larger, all of it copied each time a call's future moved.
-            let connecting = Box::pin(async {
+            let connecting = async {
                 let (client, target) = self.connect(deadline).await?;
                 check_role(&client).await?;
                 Ok::<_, DbError>((client, target))
-            });
+            };
             let (client, target) = tokio::time::timeout_at(deadline, connecting)
                 .await
                 .map_err(|_| DbError::Timeout(Phase::Connect))??;

@@ -165,7 +165,10 @@ async fn registration_refuses_redirect_uris_that_could_leak_a_code() {
         (json!(["http://evil.example/callback"]), "http off loopback"),
         (json!(["https://claude.ai/cb#fragment"]), "fragment"),
         (json!(["https://user:pw@claude.ai/cb"]), "user information"),
-        (json!(["vscode://anthropic.claude/cb"]), "custom scheme"),
+        (json!(["file:///tmp/callback"]), "file"),
+        (json!(["vbscript:msgbox(1)"]), "vbscript"),
+        (json!(["https://claude.ai/a b"]), "a space: no RFC 3986 URI"),
+        (json!(["https://claude.ai/cb\r\nSet-Cookie: a=b"]), "CR/LF"),
         (json!([REDIRECT, "javascript:alert(1)"]), "one bad of two"),
         (json!(["/callback"]), "relative"),
         (json!([]), "none"),
@@ -303,8 +306,10 @@ async fn errors_after_the_redirect_uri_is_trusted_go_back_with_state_and_issuer(
         seen.assert_redirected_error(code, "client-state-1", case);
     }
     // With the redirect URI left out, the one registered is used.
-    let seen = h.authorize(&client_id, &[("redirect_uri", None)]).await;
-    assert_eq!(seen.status, 302);
+    let seen = h
+        .authorize_approved(&client_id, &[("redirect_uri", None)])
+        .await;
+    assert_eq!(seen.status, 303, "{seen:?}");
     assert!(seen.location.unwrap().starts_with(&h.upstream.issuer));
 }
 
@@ -352,7 +357,9 @@ async fn an_answer_naming_another_issuer_is_a_mix_up_and_refused() {
         .await;
     seen.assert_redirected_error("access_denied", "client-state-1", "mix-up");
     assert!(h.upstream.exchanges.lock().unwrap().is_empty());
-    // An error from the upstream goes back to the client as access_denied.
+    // An error from the upstream goes back to the client as access_denied (a new sign-in:
+    // each state completes once).
+    let at = h.to_upstream(&client_id).await;
     let seen = h
         .get(
             "/oauth/callback",
@@ -572,7 +579,9 @@ async fn group_membership_decides_the_scopes_granted() {
     let client_id = h.client().await;
     let both = "events:read events:admin";
     let at = {
-        let seen = h.authorize(&client_id, &[("scope", Some(both))]).await;
+        let seen = h
+            .authorize_approved(&client_id, &[("scope", Some(both))])
+            .await;
         AtUpstream {
             state: seen.param("state").unwrap(),
             nonce: seen.param("nonce").unwrap(),

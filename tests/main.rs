@@ -10,6 +10,7 @@ mod auth;
 mod bounds;
 mod bridge;
 mod bridge_cimd;
+mod bridge_consent;
 mod doctor;
 mod events;
 mod faults;

@@ -94,7 +94,7 @@ async def connect(user: str, tenant: str, wait_for_refresh: bool, document: str 
         if document:
             assert query["client_id"] == [document], query
         result = await sign_in(url, user)
-        assert result["steps"] == ["login", "consent"], result
+        assert result["steps"] == ["bridge-consent", "login", "consent"], result
         assert result["iss"] == ISSUER, result
         remember(result["code"])
         return AuthorizationCodeResult(code=result["code"], state=result.get("state"), iss=result["iss"])

@@ -172,16 +172,24 @@ export async function actAsUser(page, redirectUri, start, { user, deny = [], wro
   arrived.catch(() => {}); // a sign-in that fails elsewhere must not add an unhandled rejection
   await start();
   const steps = [];
+  let bridgeConsents = 0;
   for (;;) {
     const step = await Promise.race([
       arrived,
       page
-        .waitForSelector('form[action$="/login"], form[action$="/confirm"]', { timeout: 20000 })
+        .waitForSelector('form[action$="/login"], form[action$="/confirm"], form[action$="/oauth/consent"]', {
+          timeout: 20000,
+        })
         .then((form) => form.getAttribute('action')),
     ]);
     if (step === 'callback') break;
-    assert.ok(steps.length < 6, `the sign-in does not end: ${steps.join(', ')}`);
-    if (step.endsWith('/login')) {
+    assert.ok(steps.length + bridgeConsents < 7, `the sign-in does not end: ${steps.join(', ')}`);
+    if (step.endsWith('/oauth/consent')) {
+      // The OAuth bridge's own consent page (before it sends the user upstream): not one of
+      // the authorization server's steps, counted apart.
+      bridgeConsents += 1;
+      await Promise.all([page.waitForEvent('framenavigated'), page.click('button[value=approve]')]);
+    } else if (step.endsWith('/login')) {
       steps.push('login');
       const refusedFirst = wrongPasswordFirst;
       wrongPasswordFirst = false;
@@ -198,7 +206,7 @@ export async function actAsUser(page, redirectUri, start, { user, deny = [], wro
       await Promise.all([page.waitForEvent('framenavigated'), page.click('button[value=allow]')]);
     }
   }
-  return { url: landedAt, steps };
+  return { url: landedAt, steps, bridgeConsents };
 }
 
 // What MCP authorization requires of the authorization response: a code, and `iss` naming

@@ -72,7 +72,9 @@ class Storage:
 async def sign_in(authorization_url: str, user: str) -> dict:
     """Acts as the user in the authorization server's own pages, over HTTP: follows the
     redirects to the login page, submits the login form, then the consent form with every
-    offered scope checked. Returns the parameters of the redirect to the client."""
+    offered scope checked (and, through the OAuth bridge, approves on the bridge's own consent
+    page first; the client keeps the bridge's cookie like a browser). Returns the parameters
+    of the redirect to the client."""
     async with httpx2.AsyncClient(follow_redirects=False, timeout=15) as http:
         url, steps = authorization_url, []
         for _ in range(12):
@@ -89,6 +91,12 @@ async def sign_in(authorization_url: str, user: str) -> dict:
             if action.group(1).endswith("/login"):
                 steps.append("login")
                 form = {"username": user, "password": f"{user}-password"}
+            elif action.group(1).endswith("/oauth/consent"):
+                # The OAuth bridge's own consent page, before it sends the user upstream.
+                steps.append("bridge-consent")
+                hidden = re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', response.text)
+                assert hidden, response.text[:300]
+                form = hidden + [("decision", "approve")]
             else:
                 steps.append("consent")
                 scopes = re.findall(r'name="scope" value="([^"]+)" checked', response.text)

@@ -110,6 +110,7 @@ pub(crate) struct Seen {
     pub(crate) location: Option<String>,
     pub(crate) content_type: String,
     pub(crate) body: String,
+    pub(crate) headers: http::HeaderMap,
 }
 
 impl Seen {
@@ -180,6 +181,9 @@ pub(crate) struct Harness {
     pub(crate) app: oauth::App,
     pub(crate) upstream: Upstream,
     pub(crate) sealing_key: String,
+    /// The test's browser: the bridge's cookie (`name=value`), sent with every request and
+    /// replaced by every `Set-Cookie`, as a browser would.
+    pub(crate) cookie: Mutex<Option<String>>,
 }
 
 impl Harness {
@@ -234,11 +238,31 @@ impl Harness {
             app,
             upstream,
             sealing_key,
+            cookie: Mutex::default(),
         }
     }
 
-    pub(crate) async fn send(&self, req: Request) -> Seen {
+    /// Another browser from here on: without the bridge's cookie.
+    pub(crate) fn forget_cookie(&self) -> Option<String> {
+        self.cookie.lock().unwrap().take()
+    }
+
+    pub(crate) async fn send(&self, mut req: Request) -> Seen {
+        if let Some(cookie) = self.cookie.lock().unwrap().clone()
+            && !req.headers().contains_key(http::header::COOKIE)
+        {
+            req.headers_mut()
+                .insert(http::header::COOKIE, cookie.parse().unwrap());
+        }
         let response = self.app.handle(req).await;
+        if let Some(set) = response
+            .headers()
+            .get(http::header::SET_COOKIE)
+            .and_then(|v| v.to_str().ok())
+        {
+            let pair = set.split(';').next().unwrap_or_default().to_owned();
+            *self.cookie.lock().unwrap() = Some(pair);
+        }
         let header = |name| {
             response
                 .headers()
@@ -251,6 +275,7 @@ impl Harness {
             location: header(http::header::LOCATION),
             content_type: header(http::header::CONTENT_TYPE).unwrap_or_default(),
             body: String::from_utf8_lossy(response.body().as_ref()).into_owned(),
+            headers: response.headers().clone(),
         }
     }
 
@@ -286,7 +311,10 @@ impl Harness {
     /// A client registered with the test redirect URI.
     pub(crate) async fn client(&self) -> String {
         let seen = self
-            .register(&json!({"client_name": "test client", "redirect_uris": [REDIRECT]}))
+            .register(
+                &json!({"client_name": "test client", "redirect_uris": [REDIRECT],
+                              "grant_types": ["authorization_code", "refresh_token"]}),
+            )
             .await;
         assert_eq!(seen.status, 201, "{seen:?}");
         seen.json()["client_id"].as_str().unwrap().to_owned()
@@ -319,10 +347,36 @@ impl Harness {
         self.get("/oauth/authorize", &params).await
     }
 
-    /// A good authorization request, followed to the upstream.
+    /// The user's answer on the bridge's consent page `page`: `approve` or `deny`.
+    pub(crate) async fn decide(&self, page: &Seen, decision: &str) -> Seen {
+        assert_eq!(page.status, 200, "not the consent page: {page:?}");
+        let form = consent_form(&page.body);
+        let body = url::form_urlencoded::Serializer::new(String::new())
+            .extend_pairs([("request", form.as_str()), ("decision", decision)])
+            .finish();
+        self.post("/oauth/consent", "application/x-www-form-urlencoded", body)
+            .await
+    }
+
+    /// `authorize`, approved on the consent page if the bridge shows it: the redirect to
+    /// the upstream (a 303 after the page, a 302 when this browser approved before).
+    pub(crate) async fn authorize_approved(
+        &self,
+        client_id: &str,
+        changes: &[(&str, Option<&str>)],
+    ) -> Seen {
+        let seen = self.authorize(client_id, changes).await;
+        if seen.status == 200 {
+            self.decide(&seen, "approve").await
+        } else {
+            seen
+        }
+    }
+
+    /// A good authorization request, approved and followed to the upstream.
     pub(crate) async fn to_upstream(&self, client_id: &str) -> AtUpstream {
-        let seen = self.authorize(client_id, &[]).await;
-        assert_eq!(seen.status, 302, "{seen:?}");
+        let seen = self.authorize_approved(client_id, &[]).await;
+        assert!([302, 303].contains(&seen.status), "{seen:?}");
         let location = seen.location.clone().unwrap();
         assert!(
             location.starts_with(&format!("{}/authorize?", self.upstream.issuer)),
@@ -419,6 +473,14 @@ impl Harness {
         auth.require_access_token_type = true;
         app_with(auth)
     }
+}
+
+/// The sealed request in a consent page's form.
+pub(crate) fn consent_form(page: &str) -> String {
+    let marker = "name=\"request\" value=\"";
+    let start = page.find(marker).expect("a consent form") + marker.len();
+    let end = page[start..].find('"').unwrap();
+    page[start..start + end].to_owned()
 }
 
 pub(crate) fn jwt_part(token: &str, index: usize) -> Value {

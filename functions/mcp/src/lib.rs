@@ -241,16 +241,4 @@ pub async fn run(app: App) -> Result<(), lambda_http::Error> {
 }
 
 /// Structured JSON logs on stdout (CloudWatch parses them), level from `RUST_LOG`.
-pub fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    // Flattened: CloudWatch Logs Insights reads `tool.name`, `duration_ms`, ... as fields.
-    tracing_subscriber::fmt()
-        .json()
-        .flatten_event(true)
-        .with_env_filter(filter)
-        .with_current_span(false)
-        .with_target(false)
-        .without_time()
-        .init();
-}
+pub use mcp_lambda::init_tracing;

@@ -7,8 +7,7 @@
 //! bounded in every way the bridge controls: https only; every address the host resolves to
 //! (or an IP literal) must be public (no private, loopback, link-local, CGNAT or documentation
 //! ranges; loopback only when the bridge itself runs on loopback, i.e. tests and local runs);
-//! at most two redirects, each checked the same way; a few seconds; 5 KiB (the draft's own
-//! suggestion). A fetched document is kept for a few minutes per sandbox: it is public data,
+//! no redirects (the draft, §4); a few seconds; 5 KiB (the draft's own suggestion). A fetched document is kept for a few minutes per sandbox: it is public data,
 //! the same for every sandbox, so nothing needs sharing through the table.
 
 use std::collections::HashMap;
@@ -25,8 +24,6 @@ use crate::error::BridgeError;
 
 /// Largest document read (the draft suggests 5 kilobytes).
 const MAX_BYTES: usize = 5 * 1024;
-/// Redirects followed, each to an https URL on a public address.
-const MAX_REDIRECTS: usize = 2;
 /// How long a fetched document is used before it is fetched again.
 const CACHE_TTL: Duration = Duration::from_secs(300);
 /// Documents kept per sandbox.
@@ -56,15 +53,9 @@ impl Documents {
             .connect_timeout(config.timeout)
             .https_only(true)
             .dns_resolver(Arc::new(PublicOnly { allow_loopback }))
-            .redirect(reqwest::redirect::Policy::custom(move |attempt| {
-                if attempt.previous().len() > MAX_REDIRECTS {
-                    attempt.error("too many redirects")
-                } else if let Err(why) = check_url(attempt.url(), allow_loopback) {
-                    attempt.error(why)
-                } else {
-                    attempt.follow()
-                }
-            }));
+            // The draft (§4): the document is served at the client_id URL itself; a
+            // redirect is an answer, never followed (it could lead anywhere).
+            .redirect(reqwest::redirect::Policy::none());
         if let Some(pem) = &config.extra_root_pem {
             builder = builder.add_root_certificate(reqwest::Certificate::from_pem(pem)?);
         }
@@ -130,6 +121,12 @@ impl Documents {
             .send()
             .await
             .map_err(|e| unreachable(describe(&e)))?;
+        if response.status().is_redirection() {
+            return Err(unreachable(format!(
+                "it redirected (HTTP {}); a client metadata document is served at its own URL",
+                response.status().as_u16()
+            )));
+        }
         if !response.status().is_success() {
             return Err(unreachable(format!("HTTP {}", response.status().as_u16())));
         }
@@ -165,8 +162,6 @@ fn describe(e: &reqwest::Error) -> String {
     }
     if e.is_timeout() {
         "it took too long".into()
-    } else if e.is_redirect() {
-        "it redirected too often, or to a URL that is not https on a public address".into()
     } else if e.is_connect() {
         "no connection (refused, or TLS failed)".into()
     } else {
@@ -184,6 +179,8 @@ struct Document {
     client_name: Option<String>,
     token_endpoint_auth_method: Option<String>,
     client_secret: Option<serde_json::Value>,
+    grant_types: Option<Vec<String>>,
+    jwks_uri: Option<String>,
 }
 
 /// The registration a document describes, if it is one the bridge can serve.
@@ -204,6 +201,15 @@ fn registration_from(body: &[u8], client_id: &str) -> Result<Registration, Bridg
     }
     match doc.token_endpoint_auth_method.as_deref() {
         None | Some("none") => {}
+        // ChatGPT's per-connector documents declare private_key_jwt with a jwks_uri (and
+        // `none` among the methods they support). Such a client is served as a public one:
+        // PKCE binds its code, as for every client here; its client assertion, if sent, is
+        // not what lets it in.
+        Some("private_key_jwt")
+            if doc
+                .jwks_uri
+                .as_deref()
+                .is_some_and(|u| u.starts_with("https://")) => {}
         Some(other) => {
             return Err(refused(format!(
                 "token_endpoint_auth_method {} is not offered; this server's clients are public (none)",
@@ -218,6 +224,10 @@ fn registration_from(body: &[u8], client_id: &str) -> Result<Registration, Bridg
         redirect_uris,
         name: doc.client_name.as_deref().map(client_name),
         issued_at: 0,
+        // RFC 7591 §2, which the draft's metadata follows: absent means authorization_code.
+        refresh: doc
+            .grant_types
+            .is_some_and(|grants| grants.iter().any(|g| g == "refresh_token")),
     })
 }
 

@@ -28,6 +28,10 @@ pub(crate) struct Registration {
     pub(crate) name: Option<String>,
     #[serde(rename = "t")]
     pub(crate) issued_at: u64,
+    /// Whether the client registered the refresh token grant (RFC 7591 §2: an omitted
+    /// `grant_types` means `authorization_code` alone).
+    #[serde(rename = "g", default)]
+    pub(crate) refresh: bool,
 }
 
 #[derive(Deserialize)]
@@ -45,7 +49,12 @@ fn invalid_metadata(description: impl Into<std::borrow::Cow<'static, str>>) -> B
 }
 
 /// Registers a client from an RFC 7591 request body; the RFC 7591 §3.2.1 response.
-pub(crate) fn register(sealer: &Sealer, body: &[u8], now: u64) -> Result<Value, BridgeError> {
+pub(crate) fn register(
+    sealer: &Sealer,
+    scopes: &[String],
+    body: &[u8],
+    now: u64,
+) -> Result<Value, BridgeError> {
     let request: Request = serde_json::from_slice(body)
         .map_err(|_| invalid_metadata("the body must be a JSON object of client metadata"))?;
     let redirect_uris = redirect_uris(request.redirect_uris)
@@ -73,6 +82,7 @@ pub(crate) fn register(sealer: &Sealer, body: &[u8], now: u64) -> Result<Value, 
         redirect_uris,
         name: request.client_name.as_deref().map(client_name),
         issued_at: now,
+        refresh: grants.iter().any(|g| g == "refresh_token"),
     };
     // The registration travels in the client_id, and the client_id in every sealed sign-in
     // state and code: bounded so those stay short enough for a URL at the upstream.
@@ -100,8 +110,17 @@ pub(crate) fn register(sealer: &Sealer, body: &[u8], now: u64) -> Result<Value, 
     if let Some(name) = &registration.name {
         response["client_name"] = json!(name);
     }
-    if let Some(scope) = request.scope {
-        response["scope"] = json!(scope);
+    // RFC 7591 §3.2.1: the response holds what was registered. Scopes are granted per
+    // sign-in, never per client, so a requested `scope` is echoed only as far as this server
+    // defines it, and left out when none of it is.
+    if let Some(asked) = request.scope {
+        let known: Vec<&str> = asked
+            .split(' ')
+            .filter(|s| scopes.iter().any(|offered| offered == s))
+            .collect();
+        if !known.is_empty() {
+            response["scope"] = json!(known.join(" "));
+        }
     }
     Ok(response)
 }
@@ -154,26 +173,80 @@ pub(crate) fn client_name(name: &str) -> String {
         .collect()
 }
 
-/// A redirect URI a client may register: https with a host, or http on a loopback address
-/// (RFC 8252 §7.3); no fragment (RFC 6749 §3.1.2), no user information. Refuses every other
-/// scheme: `javascript:`, `data:` and custom schemes alike.
-pub(crate) fn check_redirect_uri(uri: &str) -> Result<(), &'static str> {
+/// What kind of place a redirect URI sends the code to; the consent page warns about the
+/// last two.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Destination {
+    /// https on a named host: a web application.
+    Web,
+    /// http on this computer (RFC 8252 §7.3): whichever program listens on the port.
+    Loopback,
+    /// A private-use scheme (RFC 8252 §7.1): whichever app on the device claimed it.
+    App,
+}
+
+/// Schemes a redirect must never use: they run or show content in the browser itself, reach
+/// files, or are web schemes checked above. Every other scheme is a private-use scheme.
+const REFUSED_SCHEMES: &[&str] = &[
+    "javascript",
+    "data",
+    "vbscript",
+    "file",
+    "blob",
+    "about",
+    "filesystem",
+    "view-source",
+    "ws",
+    "wss",
+    "ftp",
+    "mailto",
+    "tel",
+    "sms",
+    "intent",
+    "chrome",
+    "chrome-extension",
+    "moz-extension",
+    "resource",
+    "jar",
+];
+
+/// A redirect URI a client may register (RFC 8252, OAuth 2.1 §2.3.1): a valid absolute
+/// RFC 3986 URI without fragment (RFC 6749 §3.1.2) or user information that is https with a
+/// host, http on a loopback host (RFC 8252 §7.3), or a private-use scheme for a native app
+/// (RFC 8252 §7.1; PKCE, required of every client here, is what keeps a code another app
+/// caught useless). `javascript:`, `data:`, `file:` and the like, and http anywhere else,
+/// are refused. Nothing is repaired: a URI with a space or a line break is no URI.
+pub(crate) fn check_redirect_uri(uri: &str) -> Result<Destination, &'static str> {
     if uri.len() > MAX_URI_LEN {
         return Err("redirect URI too long");
     }
-    let url = Url::parse(uri).map_err(|_| "not an absolute URI")?;
-    if url.fragment().is_some() || uri.contains('#') {
+    if uri.contains('#') {
         return Err("a redirect URI must not have a fragment");
     }
+    // `url` parses as browsers do and repairs what it is given (spaces, backslashes, CR/LF);
+    // RFC 3986's grammar does not, and a registered URI is compared as a string later.
+    if iri_string::types::UriAbsoluteStr::new(uri).is_err() {
+        return Err("not a valid absolute URI (RFC 3986)");
+    }
+    let url = Url::parse(uri).map_err(|_| "not a valid absolute URI (RFC 3986)")?;
     if !url.username().is_empty() || url.password().is_some() {
         return Err("a redirect URI must not carry user information");
     }
     match (url.scheme(), url.host()) {
-        ("https", Some(_)) => Ok(()),
-        ("http", Some(host)) if is_loopback(&host) => Ok(()),
+        ("https", Some(_)) => Ok(Destination::Web),
+        ("http", Some(host)) if is_loopback(&host) => Ok(Destination::Loopback),
         ("http", _) => Err("http redirect URIs must be on a loopback address"),
-        _ => Err("redirect URIs must be https (or http on a loopback address)"),
+        ("https", None) => Err("an https redirect URI needs a host"),
+        (scheme, _) if REFUSED_SCHEMES.contains(&scheme) => Err(
+            "this scheme is never a redirect URI's (use https, loopback http or an app's own scheme)",
+        ),
+        _ => Ok(Destination::App),
     }
+}
+
+/// Where a redirect URI that [`check_redirect_uri`] allowed sends the code.
+pub(crate) fn destination(uri: &str) -> Destination {
+    check_redirect_uri(uri).unwrap_or(Destination::Web)
 }
 
 fn is_loopback(host: &Host<&str>) -> bool {
@@ -184,28 +257,45 @@ fn is_loopback(host: &Host<&str>) -> bool {
     }
 }
 
-/// Whether `given` is one of the registered redirect URIs: exact string comparison, except
-/// that a loopback IP literal's port may differ (RFC 8252 §7.3: native apps listen on
-/// whatever port is free).
+/// An http URI on `localhost`, `127.0.0.1` or `[::1]`, spelled exactly so, split as written:
+/// host, port (if any), and the rest (path and query). Nothing is parsed or normalised, so
+/// `127.1`, `LOCALHOST` or `/x/../cb` stay what they are.
+pub(crate) fn loopback_parts(uri: &str) -> Option<(&str, Option<&str>, &str)> {
+    let rest = uri.strip_prefix("http://")?;
+    let end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    let (host, port) = match authority.strip_prefix("[::1]") {
+        Some(port) => ("[::1]", port),
+        None => authority.split_at(authority.find(':').unwrap_or(authority.len())),
+    };
+    if !["localhost", "127.0.0.1", "[::1]"].contains(&host) {
+        return None;
+    }
+    let port = match port.strip_prefix(':') {
+        None if port.is_empty() => None,
+        Some(digits)
+            if (1..=5).contains(&digits.len())
+                && digits.bytes().all(|b| b.is_ascii_digit())
+                && digits.parse::<u16>().is_ok() =>
+        {
+            Some(digits)
+        }
+        _ => return None,
+    };
+    Some((host, port, tail))
+}
+
+/// Whether `given` is one of the registered redirect URIs: the same string, except that on a
+/// loopback host the port may differ or be added (RFC 8252 §7.3 and §8.4: native apps listen
+/// on whatever port is free, and documents such as Claude Code's list loopback URIs without
+/// one). Host spelling, path and query must match exactly.
 pub(crate) fn redirect_uri_matches(registered: &[String], given: &str) -> bool {
     registered.iter().any(|r| {
         r == given
-            || (|| {
-                let (r, g) = (Url::parse(r).ok()?, Url::parse(given).ok()?);
-                let ip_literal = matches!(r.host(), Some(Host::Ipv4(_) | Host::Ipv6(_)));
-                let mut r_any_port = r.clone();
-                let mut g_any_port = g.clone();
-                r_any_port.set_port(None).ok()?;
-                g_any_port.set_port(None).ok()?;
-                Some(
-                    r.scheme() == "http"
-                        && ip_literal
-                        && r.host().is_some_and(|h| is_loopback(&h))
-                        && r_any_port.as_str() == g_any_port.as_str()
-                        && given.starts_with("http://"),
-                )
-            })()
-            .unwrap_or(false)
+            || matches!(
+                (loopback_parts(r), loopback_parts(given)),
+                (Some((rh, _, rr)), Some((gh, _, gr))) if rh == gh && rr == gr
+            )
     })
 }
 
@@ -221,22 +311,46 @@ mod tests {
 
     #[test]
     fn redirect_uris_that_may_be_registered() {
-        for ok in [
-            "https://claude.ai/api/mcp/auth_callback",
-            "https://chatgpt.com/connector_platform_oauth_redirect",
-            "http://127.0.0.1:33418/callback",
-            "http://localhost:6274/oauth/callback",
-            "http://[::1]:8080/cb",
+        for (ok, destination) in [
+            ("https://claude.ai/api/mcp/auth_callback", Destination::Web),
+            (
+                "https://chatgpt.com/connector_platform_oauth_redirect",
+                Destination::Web,
+            ),
+            ("http://127.0.0.1:33418/callback", Destination::Loopback),
+            (
+                "http://localhost:6274/oauth/callback",
+                Destination::Loopback,
+            ),
+            ("http://localhost/callback", Destination::Loopback),
+            ("http://[::1]:8080/cb", Destination::Loopback),
+            // Cursor's desktop app (RFC 8252 §7.1 private-use schemes).
+            (
+                "cursor://anysphere.cursor-mcp/oauth/callback",
+                Destination::App,
+            ),
+            ("com.example.app:/oauth2redirect", Destination::App),
+            (
+                "vscode://vscode.github-authentication/did-authenticate",
+                Destination::App,
+            ),
         ] {
-            assert_eq!(check_redirect_uri(ok), Ok(()), "{ok}");
+            assert_eq!(check_redirect_uri(ok), Ok(destination), "{ok}");
+            assert_eq!(destination, super::destination(ok), "{ok}");
         }
         for bad in [
             "javascript:alert(1)",
+            "JavaScript:alert(1)",
             "data:text/html,<script>alert(1)</script>",
+            "vbscript:msgbox",
+            "file:///etc/passwd",
+            "blob:https://a.example/x",
             "http://evil.example/cb",
             "https://claude.ai/cb#frag",
             "https://user:pw@claude.ai/cb",
-            "vscode://callback",
+            "https://claude.ai/a b",
+            "https://claude.ai/cb\r\nSet-Cookie: x=1",
+            "http://127.0.0.1:1/a\tb",
             "/relative",
             "",
         ] {
@@ -249,15 +363,20 @@ mod tests {
         let registered = vec![
             "https://claude.ai/api/mcp/auth_callback".to_owned(),
             "http://127.0.0.1:33418/callback".to_owned(),
+            "http://localhost/callback".to_owned(),
+            "cursor://anysphere.cursor-mcp/oauth/callback".to_owned(),
         ];
-        assert!(redirect_uri_matches(
-            &registered,
-            "https://claude.ai/api/mcp/auth_callback"
-        ));
-        assert!(redirect_uri_matches(
-            &registered,
-            "http://127.0.0.1:40000/callback"
-        ));
+        for good in [
+            "https://claude.ai/api/mcp/auth_callback",
+            "http://127.0.0.1:40000/callback",
+            "http://127.0.0.1/callback",
+            // Claude Code's document lists localhost without a port; it listens on any.
+            "http://localhost:54321/callback",
+            "http://localhost/callback",
+            "cursor://anysphere.cursor-mcp/oauth/callback",
+        ] {
+            assert!(redirect_uri_matches(&registered, good), "{good}");
+        }
         for bad in [
             "https://claude.ai/api/mcp/auth_callback/extra",
             "https://claude.ai/api/mcp/auth_callbac",
@@ -266,6 +385,17 @@ mod tests {
             "https://claude.ai/api/mcp/auth_callback?x=1",
             "http://127.0.0.1:40000/other",
             "https://127.0.0.1:33418/callback",
+            // Nothing but the port is relaxed: no host spelling, dot segment or encoding.
+            "http://127.1:33418/callback",
+            "http://127.0.0.1:33418/x/../callback",
+            "http://127.0.0.1:33418/%63allback",
+            "http://LOCALHOST:54321/callback",
+            "http://localhost:54321/callback/",
+            "http://localhost:/callback",
+            "http://localhost:99999/callback",
+            "http://[::1]:4000/callback",
+            "cursor://anysphere.cursor-mcp/oauth/callback2",
+            "cursor://evil/oauth/callback",
         ] {
             assert!(!redirect_uri_matches(&registered, bad), "{bad}");
         }

@@ -9,12 +9,15 @@
 //! KMS (`signer.rs`). `main.rs` wires [`App::handle`] to the runtime; tests drive it directly.
 
 mod authorize;
+mod browser;
 mod cimd;
 mod clients;
 pub mod config;
+mod consent;
 mod error;
 mod seal;
 mod signer;
+mod signin;
 mod store;
 mod token;
 mod upstream;
@@ -35,6 +38,7 @@ pub use error::BridgeError;
 
 /// Where the bridge's endpoints are, under its issuer.
 pub const AUTHORIZE_PATH: &str = "/oauth/authorize";
+pub const CONSENT_PATH: &str = "/oauth/consent";
 pub const CALLBACK_PATH: &str = "/oauth/callback";
 pub const TOKEN_PATH: &str = "/oauth/token";
 pub const REGISTER_PATH: &str = "/oauth/register";
@@ -209,21 +213,35 @@ impl App {
                 Ok(jwks) => wire::json(200, &jwks),
                 Err(e) => wire::json_error(&e),
             },
-            (Method::POST, REGISTER_PATH) => match body_of(&req, "application/json")
-                .and_then(|body| clients::register(&bridge.sealer, body, now()))
-            {
-                Ok(registration) => wire::json(201, &registration),
-                Err(e) => wire::json_error(&e),
-            },
-            (Method::GET, AUTHORIZE_PATH) => authorize::authorize(bridge, &query).await,
+            (Method::POST, REGISTER_PATH) => {
+                match body_of(&req, "application/json").and_then(|body| {
+                    clients::register(&bridge.sealer, &bridge.config.scopes, body, now())
+                }) {
+                    Ok(registration) => wire::json(201, &registration),
+                    Err(e) => wire::json_error(&e),
+                }
+            }
+            (Method::GET, AUTHORIZE_PATH) => {
+                authorize::authorize(bridge, &query, req.headers()).await
+            }
+            (Method::POST, CONSENT_PATH) => {
+                match body_of(&req, "application/x-www-form-urlencoded") {
+                    Ok(body) => consent::decide(bridge, req.headers(), body).await,
+                    Err(e) => wire::page(&e),
+                }
+            }
             (Method::GET, CALLBACK_PATH) => {
-                authorize::callback(bridge, &query, deadline(&req)).await
+                signin::callback(bridge, &query, req.headers(), deadline(&req)).await
             }
             (Method::POST, TOKEN_PATH) => match token_request(bridge, &req).await {
                 Ok(tokens) => wire::json(200, &tokens),
                 Err(e) => wire::json_error(&e),
             },
-            (_, AUTHORIZE_PATH | CALLBACK_PATH | TOKEN_PATH | REGISTER_PATH | JWKS_PATH)
+            (
+                _,
+                AUTHORIZE_PATH | CONSENT_PATH | CALLBACK_PATH | TOKEN_PATH | REGISTER_PATH
+                | JWKS_PATH,
+            )
             | (
                 _,
                 "/.well-known/oauth-authorization-server" | "/.well-known/openid-configuration",
@@ -346,16 +364,42 @@ fn openid_metadata(config: &Config) -> serde_json::Value {
 }
 
 /// JSON log lines, as CloudWatch reads them.
-pub fn init_tracing() {
-    tracing_subscriber::fmt()
-        .json()
-        .flatten_event(true)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+pub use mcp_lambda::init_tracing;
+
+/// The bridge's events are converted by `mcp_lambda`, never by `lambda_http`'s adapter, whose
+/// conversion panics on a malformed `Host` or `X-Forwarded-Proto` a client controls.
+impl mcp_lambda::Handler for App {
+    fn handle(&self, req: Request) -> impl std::future::Future<Output = Response<Body>> + Send {
+        App::handle(self, req)
+    }
+
+    fn refuse(&self, reason: &'static str) -> Response<Body> {
+        tracing::warn!(reason, "event refused before the handler");
+        wire::json(
+            400,
+            &json!({"error": "invalid_request", "error_description": format!("bad request: {reason}")}),
         )
-        .with_current_span(false)
-        .with_target(false)
-        .without_time()
-        .init();
+    }
+}
+
+/// Runs the Lambda runtime loop with `app` answering API Gateway HTTP API (v2) events.
+///
+/// # Errors
+///
+/// Returns the runtime's error if the Lambda Runtime API cannot be reached.
+pub async fn run(app: App) -> Result<(), lambda_http::Error> {
+    mcp_lambda::run(app).await
+}
+
+impl App {
+    /// One invocation, as the runtime makes it: the event made a request (or refused),
+    /// answered, and the answer made the event's response.
+    pub async fn invoke(
+        &self,
+        event: lambda_http::LambdaEvent<
+            lambda_http::aws_lambda_events::apigw::ApiGatewayV2httpRequest,
+        >,
+    ) -> lambda_http::aws_lambda_events::apigw::ApiGatewayV2httpResponse {
+        mcp_lambda::invoke(self, event).await
+    }
 }

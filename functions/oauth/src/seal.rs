@@ -19,6 +19,10 @@ pub(crate) enum Purpose {
     SignIn,
     Code,
     Refresh,
+    /// An authorization request waiting on the user's answer at the consent page.
+    Consent,
+    /// The browser's cookie: its identity and the clients it approved.
+    Browser,
 }
 
 impl Purpose {
@@ -28,6 +32,8 @@ impl Purpose {
             Self::SignIn => b"mcp-oauth-bridge/sign-in/v1",
             Self::Code => b"mcp-oauth-bridge/code/v1",
             Self::Refresh => b"mcp-oauth-bridge/refresh/v1",
+            Self::Consent => b"mcp-oauth-bridge/consent/v1",
+            Self::Browser => b"mcp-oauth-bridge/browser/v1",
         }
     }
 }

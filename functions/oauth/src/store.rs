@@ -7,6 +7,8 @@
 //!   yet. A second redemption fails the condition and revokes the family the first one
 //!   started (RFC 6749 §4.1.2, RFC 9700 §4.14: tokens issued from a replayed code should be
 //!   revoked).
+//! - `state#<jti>`: written when the upstream answers a sign-in, on the same condition: a
+//!   sealed `state` completes one sign-in, however often the browser brings it back.
 //! - `family#<id>`: the generation of the family's current refresh token. A rotation moves
 //!   it on conditionally; presenting an older generation means the token was copied, and
 //!   the whole family is revoked (RFC 9700 §4.14.2, refresh token rotation).
@@ -86,6 +88,27 @@ impl Store {
                 Ok(false)
             }
             Err(e) => Err(unavailable("put code")(e)),
+        }
+    }
+
+    /// Records the use of the sign-in `state` numbered `jti`. `Ok(false)`: it was used
+    /// before (a replayed callback), and nothing else happens.
+    pub(crate) async fn use_state(&self, jti: &str, expires_at: u64) -> Result<bool, BridgeError> {
+        let put = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .item("pk", s(format!("state#{jti}")))
+            .item("expires_at", n(expires_at))
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
+            .await;
+        match put {
+            Ok(_) => Ok(true),
+            Err(SdkError::ServiceError(e)) if e.err().is_conditional_check_failed_exception() => {
+                Ok(false)
+            }
+            Err(e) => Err(unavailable("put state")(e)),
         }
     }
 

@@ -8,10 +8,10 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::authorize::Code;
 use crate::clients::{self, shown};
 use crate::error::BridgeError;
 use crate::seal::{Purpose, s256, same};
+use crate::signin::Code;
 use crate::store::Rotation;
 use crate::{Bridge, now};
 
@@ -135,7 +135,11 @@ async fn code_grant(
             "the authorization code was already used; what it granted is revoked",
         ));
     }
-    bridge.store.start_family(&family, family_end).await?;
+    // RFC 7591 §2: a client that did not register the refresh token grant gets none, and
+    // no family is started for it.
+    if code.refresh {
+        bridge.store.start_family(&family, family_end).await?;
+    }
     let refresh = Refresh {
         family,
         generation: 0,
@@ -145,7 +149,7 @@ async fn code_grant(
         tenant: code.tenant,
         exp: family_end,
     };
-    issue(bridge, &refresh, &code.scopes).await
+    issue(bridge, &refresh, &code.scopes, code.refresh).await
 }
 
 async fn refresh_grant(
@@ -201,15 +205,16 @@ async fn refresh_grant(
         generation: refresh.generation + 1,
         ..refresh
     };
-    issue(bridge, &next, &scopes).await
+    issue(bridge, &next, &scopes, true).await
 }
 
 /// The token response (RFC 6749 §5.1) for `refresh`'s user, with an access token for
-/// `scopes` and `refresh` itself, sealed, as the next refresh token.
+/// `scopes` and, if `with_refresh`, `refresh` itself, sealed, as the next refresh token.
 async fn issue(
     bridge: &Bridge,
     refresh: &Refresh,
     scopes: &[String],
+    with_refresh: bool,
 ) -> Result<Value, BridgeError> {
     let config = &bridge.config;
     let issued_at = now();
@@ -227,12 +232,14 @@ async fn issue(
     });
     claims[config.tenant_claim.as_str()] = json!(refresh.tenant);
     let access_token = bridge.signer.sign(&claims).await?;
-    let refresh_token = bridge.sealer.seal(Purpose::Refresh, refresh)?;
-    Ok(json!({
+    let mut answer = json!({
         "access_token": access_token,
         "token_type": "Bearer",
         "expires_in": lifetime,
-        "refresh_token": refresh_token,
         "scope": scope,
-    }))
+    });
+    if with_refresh {
+        answer["refresh_token"] = json!(bridge.sealer.seal(Purpose::Refresh, refresh)?);
+    }
+    Ok(answer)
 }

@@ -65,6 +65,20 @@ pub(crate) fn page(error: &BridgeError) -> Response<Body> {
     build(status, "text/html; charset=utf-8", body)
 }
 
+/// An HTML page.
+pub(crate) fn html(status: u16, body: String) -> Response<Body> {
+    build(status, "text/html; charset=utf-8", body)
+}
+
+/// `response`, a redirect, as a 303: the answer to a form POST, which the browser follows
+/// with a GET (RFC 9110 §15.4.4).
+pub(crate) fn see_other(mut response: Response<Body>) -> Response<Body> {
+    if response.status() == http::StatusCode::FOUND {
+        *response.status_mut() = http::StatusCode::SEE_OTHER;
+    }
+    response
+}
+
 /// A 302 to `location`.
 pub(crate) fn redirect(location: &str) -> Response<Body> {
     let mut response = build(302, "text/plain; charset=utf-8", String::new());
@@ -114,9 +128,10 @@ fn log(error: &BridgeError) {
     }
 }
 
-fn escape(text: &str) -> String {
+pub(crate) fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
+        .replace('\'', "&#39;")
 }

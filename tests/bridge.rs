@@ -485,7 +485,7 @@ async fn the_code_is_bound_to_its_verifier_client_and_redirect_uri() {
         ),
         (
             vec![("client_id", None)],
-            401,
+            400,
             "invalid_client",
             "no client",
         ),
@@ -614,9 +614,16 @@ async fn the_token_endpoint_takes_public_clients_and_forms_only() {
         .header("authorization", "Basic Y2xpZW50OnNlY3JldA==")
         .body(Body::from(form.clone()))
         .unwrap();
-    h.send(req)
-        .await
-        .assert_error(401, "invalid_client", "client secret");
+    let seen = h.send(req).await;
+    seen.assert_error(401, "invalid_client", "client secret");
+    // RFC 6749 §5.2: the challenge names the scheme the client tried.
+    assert_eq!(
+        seen.headers
+            .get("www-authenticate")
+            .and_then(|v| v.to_str().ok()),
+        Some(format!("Basic realm=\"{BRIDGE}\"").as_str()),
+        "{seen:?}"
+    );
     h.post(
         "/oauth/token",
         "application/json",

@@ -108,9 +108,10 @@ fn names_in_code(dirs: &[&str]) -> BTreeSet<String> {
     names
 }
 
-/// The variables in the README's configuration table.
+/// The variables in the configuration tables of `docs/configuration.md`: the first column of
+/// each row that starts with "| `", every name in backticks there.
 fn documented() -> BTreeSet<String> {
-    read("README.md")
+    read("docs/configuration.md")
         .lines()
         .filter(|l| l.starts_with("| `"))
         .flat_map(|l| {
@@ -178,10 +179,10 @@ const MCP_DEFAULTS: &[(&str, &str)] = &[
 ];
 
 /// The template and the code agree on `function`'s settings: every variable the code reads
-/// (but those in `elsewhere`, read by another binary of the same crates) is in the README's
-/// configuration tables and is either set by the template or left to a default `defaults`
-/// names with its reason; every variable the template sets is read by the code (or is
-/// `RUST_LOG`), documented, and not also listed as left to its default.
+/// (but those in `elsewhere`, read by another binary of the same crates) is in the
+/// configuration tables of `docs/configuration.md` and is either set by the template or left
+/// to a default `defaults` names with its reason; every variable the template sets is read by
+/// the code (or is `RUST_LOG`), documented, and not also listed as left to its default.
 fn assert_settings_fit(
     function: &str,
     env: &BTreeMap<String, Value>,
@@ -197,7 +198,7 @@ fn assert_settings_fit(
         }
         assert!(
             docs.contains(name),
-            "{name} is read by the code of {function} but not in the README's configuration tables"
+            "{name} is read by the code of {function} but not in the configuration tables of docs/configuration.md"
         );
         assert!(
             env.contains_key(name) || defaults.contains_key(name.as_str()),
@@ -211,7 +212,7 @@ fn assert_settings_fit(
         );
         assert!(
             docs.contains(name),
-            "the template sets {name} on {function}, which the README does not document"
+            "the template sets {name} on {function}, which docs/configuration.md does not document"
         );
         assert!(
             !defaults.contains_key(name.as_str()),
@@ -425,8 +426,9 @@ async fn bridge_routes_reach_the_bridge(routes: &BTreeSet<String>) {
         ("GET", "/.well-known/oauth-authorization-server", 200),
         ("GET", "/.well-known/openid-configuration", 200),
         ("GET", oauth::AUTHORIZE_PATH, 400),
+        ("POST", oauth::CONSENT_PATH, 400),
         ("GET", oauth::CALLBACK_PATH, 400),
-        ("POST", oauth::TOKEN_PATH, 401),
+        ("POST", oauth::TOKEN_PATH, 400),
         ("POST", oauth::REGISTER_PATH, 400),
         ("GET", oauth::JWKS_PATH, 503),
     ] {
@@ -470,7 +472,7 @@ fn bridge_config() -> oauth::Config {
 const BRIDGE_DEFAULTS: &[(&str, &str)] = &[
     (
         "OAUTH_KMS_PREVIOUS_KEY_IDS",
-        "set only during a signing key rotation (README)",
+        "set only during a signing key rotation (docs/operations.md)",
     ),
     ("OAUTH_CIMD_TIMEOUT_MS", "default 3 s"),
     (

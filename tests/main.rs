@@ -11,6 +11,7 @@ mod bounds;
 mod bridge;
 mod bridge_cimd;
 mod bridge_consent;
+mod docs;
 mod doctor;
 mod events;
 mod faults;

@@ -1,4 +1,4 @@
-//! Turns `bench/run`'s measurements into the README's performance table: per server the
+//! Turns `bench/run`'s measurements into the performance table of docs/performance.md: per server the
 //! medians over rounds of throughput, p50 and p99, the peak RSS, the endpoint's throughput
 //! ratio, and each issue-7 target with its measured value and whether it is met.
 //!

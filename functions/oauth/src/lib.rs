@@ -235,7 +235,7 @@ impl App {
             }
             (Method::POST, TOKEN_PATH) => match token_request(bridge, &req).await {
                 Ok(tokens) => wire::json(200, &tokens),
-                Err(e) => wire::json_error(&e),
+                Err(e) => wire::token_error(&e, auth_scheme(&req), &bridge.config.issuer),
             },
             (
                 _,
@@ -271,6 +271,20 @@ async fn token_request(bridge: &Bridge, req: &Request) -> Result<serde_json::Val
     let body = std::str::from_utf8(body)
         .map_err(|_| BridgeError::invalid_request("the body is not UTF-8"))?;
     token::token(bridge, &form(body)?).await
+}
+
+/// The scheme of the request's `Authorization` header (`Basic`, `Bearer`, ...), if it has
+/// one that is a token (RFC 9110 §11.4); never its credentials.
+fn auth_scheme(req: &Request) -> Option<&str> {
+    let scheme = req
+        .headers()
+        .get(AUTHORIZATION)?
+        .to_str()
+        .ok()?
+        .split(' ')
+        .next()?;
+    let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+    (!scheme.is_empty() && scheme.len() <= 32 && scheme.bytes().all(token)).then_some(scheme)
 }
 
 /// The request body, if it has the expected media type and is not too large.

@@ -58,57 +58,58 @@ impl Store {
         family: &str,
         expires_at: u64,
     ) -> Result<bool, BridgeError> {
-        let put = self
-            .client
-            .put_item()
-            .table_name(&self.table)
-            .item("pk", s(format!("code#{jti}")))
-            .item("family", s(family))
-            .item("expires_at", n(expires_at))
-            .condition_expression("attribute_not_exists(pk)")
-            .send()
-            .await;
-        match put {
-            Ok(_) => Ok(true),
-            Err(SdkError::ServiceError(e)) if e.err().is_conditional_check_failed_exception() => {
-                let first = self
-                    .client
-                    .get_item()
-                    .table_name(&self.table)
-                    .key("pk", s(format!("code#{jti}")))
-                    .consistent_read(true)
-                    .send()
-                    .await
-                    .map_err(unavailable("get code"))?;
-                if let Some(AttributeValue::S(first_family)) =
-                    first.item().and_then(|item| item.get("family"))
-                {
-                    self.revoke(first_family, expires_at).await?;
-                }
-                Ok(false)
-            }
-            Err(e) => Err(unavailable("put code")(e)),
+        let key = format!("code#{jti}");
+        if self.put_once(&key, Some(family), expires_at).await? {
+            return Ok(true);
         }
+        let first = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("pk", s(key))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(unavailable("get code"))?;
+        if let Some(AttributeValue::S(first_family)) =
+            first.item().and_then(|item| item.get("family"))
+        {
+            self.revoke(first_family, expires_at).await?;
+        }
+        Ok(false)
     }
 
     /// Records the use of the sign-in `state` numbered `jti`. `Ok(false)`: it was used
     /// before (a replayed callback), and nothing else happens.
     pub(crate) async fn use_state(&self, jti: &str, expires_at: u64) -> Result<bool, BridgeError> {
-        let put = self
+        self.put_once(&format!("state#{jti}"), None, expires_at)
+            .await
+    }
+
+    /// Writes item `pk` (with its `family`, if any) unless it is there already: `Ok(false)`
+    /// when it was, which is what makes a value single-use across every sandbox.
+    async fn put_once(
+        &self,
+        pk: &str,
+        family: Option<&str>,
+        expires_at: u64,
+    ) -> Result<bool, BridgeError> {
+        let mut put = self
             .client
             .put_item()
             .table_name(&self.table)
-            .item("pk", s(format!("state#{jti}")))
+            .item("pk", s(pk))
             .item("expires_at", n(expires_at))
-            .condition_expression("attribute_not_exists(pk)")
-            .send()
-            .await;
-        match put {
+            .condition_expression("attribute_not_exists(pk)");
+        if let Some(family) = family {
+            put = put.item("family", s(family));
+        }
+        match put.send().await {
             Ok(_) => Ok(true),
             Err(SdkError::ServiceError(e)) if e.err().is_conditional_check_failed_exception() => {
                 Ok(false)
             }
-            Err(e) => Err(unavailable("put state")(e)),
+            Err(e) => Err(unavailable("put once")(e)),
         }
     }
 

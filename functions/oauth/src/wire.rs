@@ -27,15 +27,10 @@ pub(crate) fn json(status: u16, value: &Value) -> Response<Body> {
     build(status, "application/json", value.to_string())
 }
 
-/// An OAuth error as JSON (RFC 6749 §5.2): 401 for client authentication, 503 when a
-/// dependency failed, 400 otherwise.
+/// An OAuth error as JSON (RFC 6749 §5.2): 503 when a dependency failed, 400 otherwise.
 pub(crate) fn json_error(error: &BridgeError) -> Response<Body> {
     log(error);
     let status = match error {
-        BridgeError::Refused {
-            code: "invalid_client",
-            ..
-        } => 401,
         BridgeError::Refused { .. } => 400,
         BridgeError::Unavailable(_) => 503,
     };
@@ -43,6 +38,28 @@ pub(crate) fn json_error(error: &BridgeError) -> Response<Body> {
         status,
         &json!({"error": error.code(), "error_description": error.description()}),
     )
+}
+
+/// A token endpoint error. RFC 6749 §5.2: a client that tried to authenticate with the
+/// `Authorization` header (`scheme`) and failed gets 401 with a `WWW-Authenticate` challenge
+/// of that scheme (RFC 9110 §11.6.1: every 401 carries one); any other error is as
+/// [`json_error`] answers it.
+pub(crate) fn token_error(
+    error: &BridgeError,
+    scheme: Option<&str>,
+    realm: &str,
+) -> Response<Body> {
+    let mut response = json_error(error);
+    if let (Some(scheme), "invalid_client") = (scheme, error.code()) {
+        *response.status_mut() = http::StatusCode::UNAUTHORIZED;
+        let challenge = format!("{scheme} realm=\"{}\"", realm.replace(['"', '\\'], ""));
+        if let Ok(value) = http::HeaderValue::from_str(&challenge) {
+            response
+                .headers_mut()
+                .insert(http::header::WWW_AUTHENTICATE, value);
+        }
+    }
+    response
 }
 
 /// An error shown to the person in the browser, never redirected: before the client and its

@@ -10,7 +10,8 @@ use std::time::Duration;
 use serde_json::json;
 use tokio::net::TcpListener;
 
-use crate::support::bridge::{Harness, REDIRECT, jwt_part};
+use crate::support::auth::{jwks, keys, now};
+use crate::support::bridge::{BRIDGE, Harness, REDIRECT, VERIFIER, jwt_part};
 use crate::support::site::{self, Reply, certificate};
 
 /// A loopback https site of client metadata documents, counting the requests per path.
@@ -27,7 +28,12 @@ impl Site {
         let hits: Arc<Mutex<HashMap<String, usize>>> = Arc::default();
         let (b, h) = (base.clone(), hits.clone());
         site::serve_requests_tls(listener, move |req| {
-            *h.lock().unwrap().entry(req.path.clone()).or_default() += 1;
+            let count = {
+                let mut hits = h.lock().unwrap();
+                let n = hits.entry(req.path.clone()).or_default();
+                *n += 1;
+                *n
+            };
             let base = b.clone();
             async move {
                 let doc = |id: &str| {
@@ -62,6 +68,11 @@ impl Site {
                         Reply::json(200, d.to_string())
                     }
                     "/missing.json" => Reply::json(404, "{}"),
+                    // Served once, then down (a vendor's outage).
+                    "/flaky.json" if count == 1 => {
+                        Reply::json(200, doc(&format!("{base}/flaky.json")))
+                    }
+                    "/flaky.json" => Reply::json(503, "{}"),
                     "/chatgpt.json" => Reply::json(
                         200,
                         json!({"client_id": format!("{base}/chatgpt.json"),
@@ -72,9 +83,10 @@ impl Site {
                                "token_endpoint_auth_method": "private_key_jwt",
                                "token_endpoint_auth_methods_supported": ["none", "private_key_jwt"],
                                "token_endpoint_auth_signing_alg": "RS256",
-                               "jwks_uri": "https://chatgpt.com/oauth/jwks.json"})
+                               "jwks_uri": format!("{base}/chatgpt-jwks.json")})
                         .to_string(),
                     ),
+                    "/chatgpt-jwks.json" => Reply::json(200, jwks(&[&keys().rsa])),
                     // One redirect is followed; the document names the URL the client used.
                     "/moved.json" => to(format!("{base}/moved-here.json")),
                     "/moved-here.json" => Reply::json(200, doc(&format!("{base}/moved.json"))),
@@ -138,26 +150,96 @@ async fn a_client_named_by_its_document_signs_in_without_registering() {
         .await;
     seen.assert_page("invalid_request", "unlisted redirect URI");
     // ChatGPT's per-connector document: a confidential client by private_key_jwt, with a
-    // jwks_uri (shared/research/hosted-clients.md §2.3), signs in; its assertion at the token
-    // endpoint does not stand in for PKCE.
+    // jwks_uri (shared/research/hosted-clients.md §2.3): its token requests carry a client
+    // assertion signed with a key of that JWKS (RFC 7523), besides PKCE.
     let chatgpt = site.url("/chatgpt.json");
+    let token_endpoint = format!("{BRIDGE}/oauth/token");
+    let claims = |aud: &str, sub: &str, jti: &str| json!({"iss": chatgpt, "sub": sub, "aud": aud, "iat": now(), "exp": now() + 60, "jti": jti});
+    let redeem = |code: String, assertion: Option<String>| {
+        let chatgpt = chatgpt.clone();
+        let h = &h;
+        async move {
+            let mut form = vec![
+                ("grant_type", "authorization_code".to_owned()),
+                ("client_id", chatgpt),
+                ("code", code),
+                ("redirect_uri", REDIRECT.to_owned()),
+                ("code_verifier", VERIFIER.to_owned()),
+            ];
+            if let Some(assertion) = assertion {
+                form.push((
+                    "client_assertion_type",
+                    "urn:ietf:params:oauth:client-assertion-type:jwt-bearer".to_owned(),
+                ));
+                form.push(("client_assertion", assertion));
+            }
+            let form: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            h.token(&form).await
+        }
+    };
     let code = h.code(&chatgpt).await;
+    for (assertion, case) in [
+        (None, "no assertion"),
+        (
+            Some(
+                keys()
+                    .rsa_impostor
+                    .sign(&claims(&token_endpoint, &chatgpt, "j1")),
+            ),
+            "signed by another key under the same kid",
+        ),
+        (
+            Some(
+                keys()
+                    .rsa
+                    .sign(&claims("https://elsewhere.example/token", &chatgpt, "j2")),
+            ),
+            "for another audience",
+        ),
+        (
+            Some(
+                keys()
+                    .rsa
+                    .sign(&claims(&token_endpoint, "someone-else", "j3")),
+            ),
+            "sub is not the client",
+        ),
+    ] {
+        redeem(code.clone(), assertion)
+            .await
+            .assert_error(400, "invalid_client", case);
+    }
+    // The code was not spent by those: with a good assertion it redeems.
+    let good = keys().rsa.sign(&claims(&token_endpoint, &chatgpt, "j4"));
+    let seen = redeem(code, Some(good.clone())).await;
+    assert_eq!(seen.status, 200, "{seen:?}");
+    let refresh = seen.json()["refresh_token"].as_str().unwrap().to_owned();
+    // An assertion is used once, and the issuer is an audience too.
+    let code = h.code(&chatgpt).await;
+    redeem(code.clone(), Some(good)).await.assert_error(
+        400,
+        "invalid_client",
+        "a replayed assertion",
+    );
+    let by_issuer = keys().rsa.sign(&claims(BRIDGE, &chatgpt, "j5"));
+    assert_eq!(redeem(code, Some(by_issuer)).await.status, 200);
+    // A refresh authenticates too.
+    let seen = h.refresh(&chatgpt, &refresh).await;
+    seen.assert_error(400, "invalid_client", "a refresh without an assertion");
+    let assertion = keys().rsa.sign(&claims(&token_endpoint, &chatgpt, "j6"));
     let seen = h
         .token(&[
-            ("grant_type", "authorization_code"),
+            ("grant_type", "refresh_token"),
             ("client_id", &chatgpt),
-            ("code", &code),
-            ("redirect_uri", REDIRECT),
-            ("code_verifier", crate::support::bridge::VERIFIER),
+            ("refresh_token", &refresh),
             (
                 "client_assertion_type",
                 "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
             ),
-            ("client_assertion", "eyJhbGciOiJSUzI1NiJ9.e30.c2ln"),
+            ("client_assertion", &assertion),
         ])
         .await;
     assert_eq!(seen.status, 200, "{seen:?}");
-    assert!(seen.json()["refresh_token"].is_string(), "{seen:?}");
     // A document served by a redirect is not its URL's document (the draft, §4): refused,
     // and the redirect is never followed.
     let seen = h.authorize(&site.url("/moved.json"), &[]).await;
@@ -246,4 +328,37 @@ async fn a_deployed_bridge_fetches_from_public_addresses_only() {
         );
     }
     assert_eq!(site.hits("/client.json"), 0, "nothing reached the site");
+}
+
+#[tokio::test]
+async fn a_document_that_goes_down_is_served_from_its_last_good_copy_for_a_bounded_time() {
+    // Fetched again at every use (nothing is fresh), so the outage is met at once.
+    let bridge = |stale_for: Duration| {
+        Harness::with(move |c| {
+            c.cimd.allow_loopback = true;
+            c.cimd.extra_root_pem = Some(certificate().0.clone());
+            c.cimd.fresh_for = Duration::ZERO;
+            c.cimd.stale_for = stale_for;
+        })
+    };
+    let site = Site::start().await;
+    let h = bridge(Duration::from_secs(3600)).await;
+    let client_id = site.url("/flaky.json");
+    assert_eq!(
+        h.authorize(&client_id, &[]).await.status,
+        200,
+        "the consent page"
+    );
+    // Down now: the last good copy answers, and the sign-in goes on to a token.
+    let code = h.code(&client_id).await;
+    assert_eq!(site.hits("/flaky.json"), 2, "fetched again");
+    assert_eq!(h.redeem(&client_id, &code).await.status, 200);
+    // With no time allowed for a stale copy, the outage is the client's error.
+    let site = Site::start().await;
+    let h = bridge(Duration::ZERO).await;
+    let client_id = site.url("/flaky.json");
+    assert_eq!(h.authorize(&client_id, &[]).await.status, 200);
+    let seen = h.authorize(&client_id, &[]).await;
+    seen.assert_page("invalid_client", "down, no stale copy allowed");
+    assert!(seen.body.contains("HTTP 503"), "{}", seen.body);
 }

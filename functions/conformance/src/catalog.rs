@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 
 use crate::ask::{elicitation, elicited, response};
 
-use crate::PNG_1X1;
+use crate::fixture::PNG_1X1;
 
 /// The suite's resources: two static ones and a template.
 pub(crate) fn fixture_resources() -> Result<Resources, ResourceError> {

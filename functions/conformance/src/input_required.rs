@@ -5,9 +5,9 @@ use std::sync::Arc;
 use mcp_protocol::{CallToolResult, RegistryError, ToolDef, Tools};
 use serde_json::Value;
 
-use crate::StateSigner;
 use crate::ask::{ask, elicitation, elicited, list_roots, response, sampled_text, sampling};
-use crate::{complete, no_args};
+use crate::fixture::{complete, no_args};
+use crate::state::StateSigner;
 
 /// SEP-2322 multi-round-trip fixtures (2026-07-28 `input-required-result-*` scenarios).
 pub(crate) fn register_input_required_tools(

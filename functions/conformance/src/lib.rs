@@ -6,14 +6,14 @@
 
 mod ask;
 mod catalog;
+mod fixture;
 mod input_required;
 mod state;
 mod tools;
 
 use std::sync::Arc;
 
-use mcp_protocol::{CallToolResult, Outcome, Server, ToolDef, ToolError};
-use serde_json::{Value, json};
+use mcp_protocol::Server;
 
 pub use state::StateSigner;
 
@@ -35,22 +35,4 @@ pub fn fixture_server() -> anyhow::Result<Server> {
             .logging(true)
             .build()?,
     )
-}
-
-/// A 1x1 PNG.
-pub(crate) const PNG_1X1: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
-
-pub(crate) fn no_args() -> Value {
-    json!({ "type": "object", "properties": {} })
-}
-
-pub(crate) fn complete(result: CallToolResult) -> Result<Outcome<CallToolResult>, ToolError> {
-    Ok(Outcome::Complete(result))
-}
-
-pub(crate) fn fixed(name: &str, description: &str, result: CallToolResult) -> ToolDef {
-    ToolDef::new(name, description, no_args(), move |_, _| {
-        let result = result.clone();
-        async move { complete(result) }
-    })
 }

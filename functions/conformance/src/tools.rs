@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use crate::ask::{ask, elicitation, response, sampled_text, sampling};
 
-use crate::{PNG_1X1, complete, fixed, no_args};
+use crate::fixture::{PNG_1X1, complete, fixed, no_args};
 
 pub(crate) fn wav() -> String {
     // 44-byte RIFF/WAVE header for 8 kHz mono 8-bit PCM, then 8 samples of silence.

@@ -11,7 +11,7 @@ use lambda_http::aws_lambda_events::apigw::{ApiGatewayV2httpRequest, ApiGatewayV
 use lambda_http::lambda_runtime::{self, LambdaEvent};
 use lambda_http::{Body, Request, Response};
 
-use crate::App;
+use crate::app::App;
 use crate::wire::Rejection;
 
 impl mcp_lambda::Handler for App {

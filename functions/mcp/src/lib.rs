@@ -6,111 +6,27 @@
 //! tests drive [`App::handle`] directly with the same API Gateway events `cargo lambda
 //! invoke` uses.
 
+mod app;
 mod auth;
 mod authority;
 pub mod config;
 mod event;
 pub mod limits;
 pub mod metrics;
+mod state;
 mod transport;
 mod wire;
 
 use std::sync::Arc;
-use std::time::Instant;
 
-use lambda_http::{Body, Request, RequestExt, Response};
 use mcp_env::Env;
-use mcp_protocol::text::{LOGGED_NAME_BYTES, elided};
 use mcp_protocol::{Resources, Server, Tools};
 use mcp_tools::{CursorKey, EventLinks, Store};
 
+pub use app::App;
 pub use config::Config;
 pub use limits::{DynamoLimiter, LimitsConfig};
 pub use metrics::{MetricSink, stdout_sink};
-
-/// The function's state: built once per sandbox, shared by every invocation.
-#[derive(Clone)]
-pub struct App {
-    inner: Arc<Inner>,
-}
-
-pub(crate) struct Inner {
-    pub(crate) config: Config,
-    pub(crate) server: Server,
-    pub(crate) auth: auth::Authenticator,
-    metrics: MetricSink,
-    /// `None` when metrics are off (`METRICS_NAMESPACE=off`).
-    emf: Option<metrics::Emf>,
-}
-
-impl App {
-    /// The app with EMF metric lines on stdout.
-    pub fn new(config: Config, server: Server) -> Self {
-        Self::with_metric_sink(config, server, stdout_sink())
-    }
-
-    /// The app with EMF metric lines sent to `metrics`.
-    pub fn with_metric_sink(config: Config, server: Server, metrics: MetricSink) -> Self {
-        let auth = auth::Authenticator::new(&config, &server);
-        let emf = config.metrics_namespace.as_deref().map(metrics::Emf::new);
-        Self {
-            inner: Arc::new(Inner {
-                config,
-                server,
-                auth,
-                metrics,
-                emf,
-            }),
-        }
-    }
-
-    /// Answers one HTTP request. Never fails: every problem is an HTTP status with a
-    /// JSON-RPC error body. Leaves one log line (and, for tool calls and refused
-    /// credentials, one EMF metric line) per request.
-    pub async fn handle(&self, req: Request) -> Response<Body> {
-        let started = Instant::now();
-        let request_id = req
-            .lambda_context_ref()
-            .map(|ctx| ctx.request_id.clone())
-            .unwrap_or_default();
-        let (response, trace) = transport::handle(&self.inner, req).await;
-        let duration_ms = started.elapsed().as_millis() as u64;
-        // `Body` derefs to its bytes.
-        let bytes = response.body().len();
-        let call = trace.call.as_ref();
-        // The method and tool name are the client's own text, up to the whole body.
-        let method = elided(trace.method.as_deref().unwrap_or(""), LOGGED_NAME_BYTES);
-        let tool = call.map(|c| elided(&c.tool, LOGGED_NAME_BYTES));
-        tracing::info!(
-            request_id,
-            http.status = response.status().as_u16(),
-            rpc.method = method.as_ref(),
-            tool.name = tool.as_deref(),
-            principal = trace.principal.as_deref(),
-            duration_ms,
-            response_bytes = bytes,
-            rows = call.and_then(|c| c.stats.rows),
-            truncated = call.map(|c| c.stats.truncated),
-            tool.is_error = call.map(|c| c.is_error),
-            over_budget = call.map(|c| c.over_budget),
-            budget_bytes = call.and_then(|c| c.budget.map(|b| b.bytes)),
-            budget_source = call.and_then(|c| c.budget.map(|b| b.source.as_str())),
-            rate_limited = call.map(|c| c.rate_limited),
-            deadline.phase = call.and_then(|c| c.stats.deadline_phase),
-            auth_denied = trace.auth_denied,
-            "request"
-        );
-        if let Some(line) = self
-            .inner
-            .emf
-            .as_ref()
-            .and_then(|emf| emf.line(&trace, duration_ms, bytes))
-        {
-            (self.inner.metrics)(&line);
-        }
-        response
-    }
-}
 
 /// The server the deployed function serves: the event-store tools and resources over
 /// `store`.

@@ -13,10 +13,10 @@ use lambda_http::{Body, Request, RequestExt, Response};
 use mcp_auth::AuthError;
 use mcp_protocol::{HeaderField, Incoming};
 
-use crate::Inner;
 use crate::authority::{host_of, origin_of};
 use crate::config::{Config, HostPolicy, OriginPolicy};
 use crate::metrics::RequestTrace;
+use crate::state::Inner;
 use crate::wire::{Rejection, empty, json_response, reply_response, text_response};
 
 /// Handles one request; also returns what it did, for the request's log line and metrics.

@@ -7,11 +7,14 @@ use std::collections::BTreeMap;
 use http::HeaderMap;
 use lambda_http::{Body, Response};
 
-use crate::clients::{self, shown};
+use crate::bridge::Bridge;
+use crate::cimd::{Documents, is_document_url};
+use crate::clients::{self, Registration, shown};
 use crate::consent::{self, Client};
 use crate::error::BridgeError;
+use crate::seal::Sealer;
 use crate::signin::Authorization;
-use crate::{Bridge, wire};
+use crate::wire;
 
 /// Longest client `state` taken.
 const MAX_STATE_LEN: usize = 1024;
@@ -25,14 +28,14 @@ fn valid_challenge(challenge: &str) -> bool {
 }
 
 pub(crate) async fn authorize(bridge: &Bridge, query: &str, headers: &HeaderMap) -> Response<Body> {
-    let params = match crate::form(query) {
+    let params = match crate::bridge::form(query) {
         Ok(p) => p,
         Err(e) => return wire::page(&e),
     };
     let Some(client_id) = params.get("client_id") else {
         return wire::page(&BridgeError::invalid_request("client_id is required"));
     };
-    let client = match clients::client(&bridge.sealer, &bridge.documents, client_id).await {
+    let client = match client(&bridge.sealer, &bridge.documents, client_id).await {
         Ok(client) => client,
         Err(e) => return wire::page(&e),
     };
@@ -80,10 +83,11 @@ pub(crate) async fn authorize(bridge: &Bridge, query: &str, headers: &HeaderMap)
         scopes,
         state,
         refresh: client.refresh,
+        jwks_uri: client.jwks_uri.clone(),
     };
     let client = Client {
         registration: &client,
-        by_document: crate::cimd::is_document_url(client_id),
+        by_document: is_document_url(client_id),
     };
     consent::ask(
         bridge,
@@ -93,6 +97,24 @@ pub(crate) async fn authorize(bridge: &Bridge, query: &str, headers: &HeaderMap)
         params.get("prompt").map(String::as_str),
     )
     .await
+}
+
+/// The client `client_id` names: its metadata document (fetched), or its registration here.
+async fn client(
+    sealer: &Sealer,
+    documents: &Documents,
+    client_id: &str,
+) -> Result<Registration, BridgeError> {
+    if is_document_url(client_id) {
+        return documents.resolve(client_id).await;
+    }
+    clients::resolve(sealer, client_id).ok_or_else(|| {
+        BridgeError::refused(
+            "invalid_client",
+            "this application is not registered here (or its registration is from another \
+             deployment); it should register again",
+        )
+    })
 }
 
 /// The checks made once the redirect URI is trusted; the granted-for-asking scopes.

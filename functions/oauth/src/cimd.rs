@@ -7,8 +7,12 @@
 //! bounded in every way the bridge controls: https only; every address the host resolves to
 //! (or an IP literal) must be public (no private, loopback, link-local, CGNAT or documentation
 //! ranges; loopback only when the bridge itself runs on loopback, i.e. tests and local runs);
-//! no redirects (the draft, §4); a few seconds; 5 KiB (the draft's own suggestion). A fetched document is kept for a few minutes per sandbox: it is public data,
-//! the same for every sandbox, so nothing needs sharing through the table.
+//! no redirects (the draft, §4); a few seconds; 5 KiB (the draft's own suggestion).
+//!
+//! A fetched document is kept per sandbox: used for a few minutes, and for a day more when
+//! fetching it again fails (vendors' documents have been down for hours). It is a cache of
+//! public data, the same for every sandbox, not state: nothing needs sharing through the
+//! table.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -24,11 +28,11 @@ use crate::error::BridgeError;
 
 /// Largest document read (the draft suggests 5 kilobytes).
 const MAX_BYTES: usize = 5 * 1024;
-/// How long a fetched document is used before it is fetched again.
-const CACHE_TTL: Duration = Duration::from_secs(300);
 /// Documents kept per sandbox.
 const CACHE_ENTRIES: usize = 256;
 const MAX_URL_LEN: usize = 512;
+/// Largest JWKS read: a few keys.
+const MAX_JWKS_BYTES: usize = 16 * 1024;
 
 /// Whether `client_id` names a metadata document (rather than a DCR registration).
 pub(crate) fn is_document_url(client_id: &str) -> bool {
@@ -38,7 +42,11 @@ pub(crate) fn is_document_url(client_id: &str) -> bool {
 pub(crate) struct Documents {
     http: reqwest::Client,
     allow_loopback: bool,
+    fresh_for: Duration,
+    stale_for: Duration,
     cache: Mutex<HashMap<String, (Instant, Registration)>>,
+    /// Clients' JWKS (`private_key_jwt`), by URL.
+    keys: Mutex<HashMap<String, (Instant, Vec<u8>)>>,
 }
 
 fn refused(description: String) -> BridgeError {
@@ -62,14 +70,19 @@ impl Documents {
         Ok(Self {
             http: builder.build()?,
             allow_loopback,
+            fresh_for: config.fresh_for,
+            stale_for: config.stale_for,
             cache: Mutex::new(HashMap::new()),
+            keys: Mutex::new(HashMap::new()),
         })
     }
 
-    /// The client whose `client_id` is `url`, from its document (fetched, or kept from a
-    /// fetch less than [`CACHE_TTL`] ago).
+    /// The client whose `client_id` is `url`, from its document: kept from a fetch less than
+    /// `fresh_for` ago, or fetched. When the fetch fails (no answer, an HTTP error) a copy
+    /// less than `stale_for` old is used instead; a document that answers but is no longer
+    /// valid is believed at once.
     pub(crate) async fn resolve(&self, url: &str) -> Result<Registration, BridgeError> {
-        if let Some(found) = self.cached(url) {
+        if let Some(found) = self.cached(url, self.fresh_for) {
             return Ok(found);
         }
         let parsed = parse_client_id(url, self.allow_loopback).map_err(|why| {
@@ -78,15 +91,30 @@ impl Documents {
                 shown(url)
             ))
         })?;
-        let registration = self.fetch(parsed, url).await?;
+        let body = match self.fetch(parsed, url).await {
+            Ok(body) => body,
+            Err(e) => {
+                return match self.cached(url, self.stale_for) {
+                    Some(kept) => {
+                        tracing::warn!(
+                            client_id = %shown(url),
+                            "metadata document unreachable; the last good copy is used"
+                        );
+                        Ok(kept)
+                    }
+                    None => Err(e),
+                };
+            }
+        };
+        let registration = registration_from(&body, url)?;
         self.keep(url, &registration);
         Ok(registration)
     }
 
-    fn cached(&self, url: &str) -> Option<Registration> {
+    fn cached(&self, url: &str, max_age: Duration) -> Option<Registration> {
         let cache = self.cache.lock().ok()?;
         let (at, registration) = cache.get(url)?;
-        (at.elapsed() < CACHE_TTL).then(|| registration.clone())
+        (at.elapsed() < max_age).then(|| registration.clone())
     }
 
     fn keep(&self, url: &str, registration: &Registration) {
@@ -94,7 +122,7 @@ impl Documents {
             return;
         };
         if cache.len() >= CACHE_ENTRIES {
-            cache.retain(|_, (at, _)| at.elapsed() < CACHE_TTL);
+            cache.retain(|_, (at, _)| at.elapsed() < self.stale_for);
         }
         if cache.len() >= CACHE_ENTRIES
             && let Some(oldest) = cache
@@ -107,11 +135,62 @@ impl Documents {
         cache.insert(url.to_owned(), (Instant::now(), registration.clone()));
     }
 
-    async fn fetch(&self, url: Url, client_id: &str) -> Result<Registration, BridgeError> {
+    /// The JWKS at `jwks_uri` (a client's keys, named by its document), fetched as documents
+    /// are; kept as documents are.
+    pub(crate) async fn keys(&self, jwks_uri: &str) -> Result<Vec<u8>, BridgeError> {
+        let key = format!("jwks {jwks_uri}");
+        if let Some(found) = self.cached_keys(&key, self.fresh_for) {
+            return Ok(found);
+        }
+        let url = Url::parse(jwks_uri)
+            .ok()
+            .filter(|u| check_url(u, self.allow_loopback).is_ok())
+            .ok_or_else(|| refused("the client's jwks_uri is not an https URL".into()))?;
+        match self
+            .fetch_bounded(url, "keys (jwks_uri)", jwks_uri, MAX_JWKS_BYTES)
+            .await
+        {
+            Ok(body) => {
+                self.keep_keys(&key, &body);
+                Ok(body)
+            }
+            Err(e) => self.cached_keys(&key, self.stale_for).ok_or(e),
+        }
+    }
+
+    fn cached_keys(&self, key: &str, max_age: Duration) -> Option<Vec<u8>> {
+        let cache = self.keys.lock().ok()?;
+        let (at, body) = cache.get(key)?;
+        (at.elapsed() < max_age).then(|| body.clone())
+    }
+
+    fn keep_keys(&self, key: &str, body: &[u8]) {
+        if let Ok(mut cache) = self.keys.lock() {
+            if cache.len() >= CACHE_ENTRIES {
+                cache.clear();
+            }
+            cache.insert(key.to_owned(), (Instant::now(), body.to_vec()));
+        }
+    }
+
+    /// The document's bytes; `Err` when it could not be had (the error the client sees).
+    async fn fetch(&self, url: Url, client_id: &str) -> Result<Vec<u8>, BridgeError> {
+        self.fetch_bounded(url, "metadata document", client_id, MAX_BYTES)
+            .await
+    }
+
+    /// `what` at `url` (named `shown` to the client), at most `max_bytes`, or why not.
+    async fn fetch_bounded(
+        &self,
+        url: Url,
+        what: &str,
+        shown_url: &str,
+        max_bytes: usize,
+    ) -> Result<Vec<u8>, BridgeError> {
         let unreachable = |why: String| {
             refused(format!(
-                "the client's metadata document at {} could not be fetched: {why}",
-                shown(client_id)
+                "the client's {what} at {} could not be fetched: {why}",
+                shown(shown_url)
             ))
         };
         let mut response = self
@@ -132,9 +211,9 @@ impl Documents {
         }
         if response
             .content_length()
-            .is_some_and(|n| n > MAX_BYTES as u64)
+            .is_some_and(|n| n > max_bytes as u64)
         {
-            return Err(unreachable(format!("larger than {MAX_BYTES} bytes")));
+            return Err(unreachable(format!("larger than {max_bytes} bytes")));
         }
         let mut body = Vec::new();
         while let Some(chunk) = response
@@ -143,11 +222,11 @@ impl Documents {
             .map_err(|e| unreachable(describe(&e)))?
         {
             body.extend_from_slice(&chunk);
-            if body.len() > MAX_BYTES {
-                return Err(unreachable(format!("larger than {MAX_BYTES} bytes")));
+            if body.len() > max_bytes {
+                return Err(unreachable(format!("larger than {max_bytes} bytes")));
             }
         }
-        registration_from(&body, client_id)
+        Ok(body)
     }
 }
 
@@ -201,15 +280,14 @@ fn registration_from(body: &[u8], client_id: &str) -> Result<Registration, Bridg
     }
     match doc.token_endpoint_auth_method.as_deref() {
         None | Some("none") => {}
-        // ChatGPT's per-connector documents declare private_key_jwt with a jwks_uri (and
-        // `none` among the methods they support). Such a client is served as a public one:
-        // PKCE binds its code, as for every client here; its client assertion, if sent, is
-        // not what lets it in.
+        // ChatGPT's per-connector documents declare private_key_jwt with a jwks_uri: its
+        // token requests carry a client assertion signed with those keys (`assertion.rs`),
+        // besides PKCE, which binds every code here.
         Some("private_key_jwt")
             if doc
                 .jwks_uri
                 .as_deref()
-                .is_some_and(|u| u.starts_with("https://")) => {}
+                .is_some_and(|u| u.starts_with("https://") && u.len() <= MAX_URL_LEN) => {}
         Some(other) => {
             return Err(refused(format!(
                 "token_endpoint_auth_method {} is not offered; this server's clients are public (none)",
@@ -228,6 +306,10 @@ fn registration_from(body: &[u8], client_id: &str) -> Result<Registration, Bridg
         refresh: doc
             .grant_types
             .is_some_and(|grants| grants.iter().any(|g| g == "refresh_token")),
+        jwks_uri: match doc.token_endpoint_auth_method.as_deref() {
+            Some("private_key_jwt") => doc.jwks_uri,
+            _ => None,
+        },
     })
 }
 

@@ -32,6 +32,10 @@ pub(crate) struct Registration {
     /// `grant_types` means `authorization_code` alone).
     #[serde(rename = "g", default)]
     pub(crate) refresh: bool,
+    /// Where the keys of a client that authenticates with `private_key_jwt` are (its
+    /// metadata document's `jwks_uri`); `None` for a public client.
+    #[serde(rename = "k", default, skip_serializing_if = "Option::is_none")]
+    pub(crate) jwks_uri: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -83,6 +87,7 @@ pub(crate) fn register(
         name: request.client_name.as_deref().map(client_name),
         issued_at: now,
         refresh: grants.iter().any(|g| g == "refresh_token"),
+        jwks_uri: None,
     };
     // The registration travels in the client_id, and the client_id in every sealed sign-in
     // state and code: bounded so those stay short enough for a URL at the upstream.
@@ -123,24 +128,6 @@ pub(crate) fn register(
         }
     }
     Ok(response)
-}
-
-/// The client `client_id` names: its metadata document (fetched), or its registration here.
-pub(crate) async fn client(
-    sealer: &Sealer,
-    documents: &crate::cimd::Documents,
-    client_id: &str,
-) -> Result<Registration, BridgeError> {
-    if crate::cimd::is_document_url(client_id) {
-        return documents.resolve(client_id).await;
-    }
-    resolve(sealer, client_id).ok_or_else(|| {
-        BridgeError::refused(
-            "invalid_client",
-            "this application is not registered here (or its registration is from another \
-             deployment); it should register again",
-        )
-    })
 }
 
 /// The registration behind `client_id`, or `None` for a client this bridge does not know.

@@ -53,6 +53,12 @@ pub struct CimdConfig {
     /// A PEM root certificate trusted besides the public ones (`OAUTH_CIMD_CA_FILE`): local
     /// runs only, where the tests publish documents on https://127.0.0.1.
     pub extra_root_pem: Option<Vec<u8>>,
+    /// How long a fetched document is used before it is fetched again (5 minutes).
+    pub fresh_for: Duration,
+    /// How long a document is still used when fetching it again fails (24 hours): vendors'
+    /// documents have been down for hours, and a failed fetch must not lock every user of
+    /// that client out.
+    pub stale_for: Duration,
 }
 
 /// The upstream OpenID Connect issuer users sign in with (Cognito, or any other).
@@ -128,6 +134,8 @@ impl Config {
         }
         let local = mcp_auth::is_loopback_url(&issuer);
         let cimd = CimdConfig {
+            fresh_for: Duration::from_secs(300),
+            stale_for: Duration::from_secs(24 * 3600),
             allow_loopback: local,
             timeout: env.millis("OAUTH_CIMD_TIMEOUT_MS", Duration::from_millis(3000))?,
             extra_root_pem: match env.text("OAUTH_CIMD_CA_FILE") {

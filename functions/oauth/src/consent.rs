@@ -27,12 +27,13 @@ use lambda_http::{Body, Response};
 use serde::{Deserialize, Serialize};
 use url::Url;
 
+use crate::bridge::{Bridge, CONSENT_PATH, now};
 use crate::browser::{Browser, approval_key};
 use crate::clients::{Destination, Registration, destination};
 use crate::error::BridgeError;
 use crate::seal::{Purpose, same};
 use crate::signin::{self, Authorization};
-use crate::{Bridge, CONSENT_PATH, now, wire};
+use crate::wire;
 
 const TEMPLATE: &str = include_str!("consent.html");
 /// The page's only style; allowed by its hash, so no other style or any script runs.
@@ -117,7 +118,7 @@ pub(crate) async fn ask(
 pub(crate) async fn decide(bridge: &Bridge, headers: &HeaderMap, body: &[u8]) -> Response<Body> {
     let params = match std::str::from_utf8(body)
         .map_err(|_| BridgeError::invalid_request("the form is not UTF-8"))
-        .and_then(crate::form)
+        .and_then(crate::bridge::form)
     {
         Ok(params) => params,
         Err(e) => return wire::page(&e),

@@ -12,11 +12,12 @@ use lambda_http::{Body, Response};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::bridge::{Bridge, now};
 use crate::browser::Browser;
 use crate::clients::shown;
 use crate::error::BridgeError;
 use crate::seal::{Purpose, Sealer, same};
-use crate::{Bridge, now, wire};
+use crate::wire;
 
 /// An authorization request whose client, redirect URI, PKCE challenge and scopes are
 /// checked: what the consent page asks about, what the sign-in carries upstream and back, and
@@ -41,6 +42,9 @@ pub(crate) struct Authorization {
     /// only the grants it registered).
     #[serde(rename = "rt", default)]
     pub(crate) refresh: bool,
+    /// The keys of a client that authenticates with `private_key_jwt` (`assertion.rs`).
+    #[serde(rename = "k", default, skip_serializing_if = "Option::is_none")]
+    pub(crate) jwks_uri: Option<String>,
 }
 
 /// A sign-in in progress at the upstream: the `state` sent there, sealed.
@@ -80,6 +84,8 @@ pub(crate) struct Code {
     pub(crate) scopes: Vec<String>,
     #[serde(rename = "rt", default)]
     pub(crate) refresh: bool,
+    #[serde(rename = "k", default, skip_serializing_if = "Option::is_none")]
+    pub(crate) jwks_uri: Option<String>,
     pub(crate) sub: String,
     #[serde(rename = "t")]
     pub(crate) tenant: String,
@@ -114,7 +120,7 @@ pub(crate) async fn callback(
     headers: &HeaderMap,
     deadline: Instant,
 ) -> Response<Body> {
-    let params = match crate::form(query) {
+    let params = match crate::bridge::form(query) {
         Ok(p) => p,
         Err(e) => return wire::page(&e),
     };
@@ -200,6 +206,7 @@ pub(crate) async fn callback(
                 code_challenge: request.code_challenge.clone(),
                 scopes,
                 refresh: request.refresh,
+                jwks_uri: request.jwks_uri.clone(),
                 sub: subject,
                 tenant,
                 exp: now() + bridge.config.lifetimes.code.as_secs(),
@@ -297,6 +304,7 @@ mod tests {
                 scopes: vec!["events:read".into()],
                 state: Some("client-state".into()),
                 refresh: true,
+                jwks_uri: None,
             },
             upstream_verifier: "v".repeat(43),
             nonce: "n".into(),

@@ -9,6 +9,7 @@
 //!   revoked).
 //! - `state#<jti>`: written when the upstream answers a sign-in, on the same condition: a
 //!   sealed `state` completes one sign-in, however often the browser brings it back.
+//! - `assertion#<hash>`: a client assertion's `jti` (RFC 7523 §3, item 7), used once.
 //! - `family#<id>`: the generation of the family's current refresh token. A rotation moves
 //!   it on conditionally; presenting an older generation means the token was copied, and
 //!   the whole family is revoked (RFC 9700 §4.14.2, refresh token rotation).
@@ -111,6 +112,17 @@ impl Store {
             }
             Err(e) => Err(unavailable("put once")(e)),
         }
+    }
+
+    /// Records the use of a client assertion (by a hash of its client id and `jti`).
+    /// `Ok(false)`: it was used before.
+    pub(crate) async fn use_assertion(
+        &self,
+        key: &str,
+        expires_at: u64,
+    ) -> Result<bool, BridgeError> {
+        self.put_once(&format!("assertion#{key}"), None, expires_at)
+            .await
     }
 
     /// Starts refresh token family `family` at generation 0, ending at `expires_at`.

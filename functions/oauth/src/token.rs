@@ -8,12 +8,12 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::bridge::{Bridge, now};
 use crate::clients::{self, shown};
 use crate::error::BridgeError;
 use crate::seal::{Purpose, s256, same};
 use crate::signin::Code;
 use crate::store::Rotation;
-use crate::{Bridge, now};
 
 /// A refresh token, sealed.
 #[derive(Serialize, Deserialize)]
@@ -31,6 +31,10 @@ struct Refresh {
     tenant: String,
     /// The family's end, fixed at sign-in: rotation does not extend it.
     exp: u64,
+    /// The keys of a client that authenticates with `private_key_jwt`: each refresh is
+    /// authenticated too.
+    #[serde(rename = "k", default, skip_serializing_if = "Option::is_none")]
+    jwks_uri: Option<String>,
 }
 
 /// Answers a token request from its form parameters.
@@ -118,6 +122,9 @@ async fn code_grant(
             ));
         }
     }
+    if let Some(jwks_uri) = &code.jwks_uri {
+        crate::assertion::verify(bridge, params, client_id, jwks_uri).await?;
+    }
     let verifier = params
         .get("code_verifier")
         .ok_or_else(|| BridgeError::invalid_request("code_verifier is required (PKCE)"))?;
@@ -148,6 +155,7 @@ async fn code_grant(
         sub: code.sub,
         tenant: code.tenant,
         exp: family_end,
+        jwks_uri: code.jwks_uri,
     };
     issue(bridge, &refresh, &code.scopes, code.refresh).await
 }
@@ -170,6 +178,9 @@ async fn refresh_grant(
         return Err(BridgeError::invalid_grant(
             "the refresh token was issued to another client",
         ));
+    }
+    if let Some(jwks_uri) = &refresh.jwks_uri {
+        crate::assertion::verify(bridge, params, client_id, jwks_uri).await?;
     }
     // RFC 6749 §6: a narrower scope may be asked for, never a wider one.
     let scopes = match params.get("scope") {

@@ -11,8 +11,10 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use crate::READ_SCOPE;
 use crate::outcome::ToolResult;
+
+/// The scope every event-store tool and resource requires.
+pub const READ_SCOPE: &str = "events:read";
 use crate::store::Store;
 
 /// A read-only event-store tool whose arguments are `A`: its input schema is generated from

@@ -32,6 +32,7 @@ use std::sync::Arc;
 
 use mcp_protocol::{RegistryError, Tools};
 
+pub use args::READ_SCOPE;
 pub use cursor::{CursorError, CursorKey, Position, filter_hash};
 pub use event::{EventRow, SEVERITIES};
 pub use links::{EVENT_TEMPLATE, EventLinks, LinkTemplateError};
@@ -42,9 +43,6 @@ pub use search_events::MAX_SEARCH_LIMIT;
 #[doc(hidden)]
 pub use sql::{QUERY_EVENTS_SQL, SEARCH_EVENTS_SQL};
 pub use store::Store;
-
-/// The scope every event-store tool requires.
-pub const READ_SCOPE: &str = "events:read";
 
 /// Registers every event-store tool, in the order `tools/list` shows them.
 ///

@@ -11,10 +11,11 @@ use mcp_protocol::{
 use serde_json::{Value, json};
 use tokio_postgres::types::Type;
 
+use crate::args::READ_SCOPE;
 use crate::links::EVENT_TEMPLATE;
 use crate::outcome::STORED_TEXT_NOTICE;
 use crate::store::{Store, tenant};
-use crate::{READ_SCOPE, describe_data, get_entity_state, get_event, sql};
+use crate::{describe_data, get_entity_state, get_event, sql};
 
 /// The event-type catalog.
 pub const EVENT_TYPES_URI: &str = "event-store://event-types";

@@ -7,8 +7,7 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::dispatch::parse_params;
-use super::{Answer, Server};
+use super::{Answer, Server, parse_params};
 use crate::admission::Admit;
 use crate::budget::{Budget, client_budget};
 use crate::context::RequestContext;

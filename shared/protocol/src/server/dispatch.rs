@@ -6,7 +6,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::call::{body_error, input_required};
-use super::{Answer, Incoming, Server};
+use super::{Answer, Incoming, Server, parse_params};
 use crate::context::RequestContext;
 use crate::error::RpcError;
 use crate::json::object;
@@ -179,14 +179,6 @@ fn no_cursor(params: &Map<String, Value>) -> Result<(), RpcError> {
         None | Some(Value::Null) => Ok(()),
         Some(_) => Err(RpcError::InvalidParams("unknown or expired cursor".into())),
     }
-}
-
-/// Step two of parsing: a method's own parameters.
-pub(super) fn parse_params<T: for<'de> Deserialize<'de>>(
-    params: Map<String, Value>,
-) -> Result<T, RpcError> {
-    serde_json::from_value(Value::Object(params))
-        .map_err(|e| RpcError::InvalidParams(e.to_string()))
 }
 
 #[derive(Deserialize)]

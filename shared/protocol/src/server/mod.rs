@@ -371,6 +371,15 @@ impl Server {
     }
 }
 
+/// Step two of parsing: a method's own parameters. Here, beside the types every method
+/// module shares, so that no method module depends on another for it.
+fn parse_params<T: for<'de> serde::Deserialize<'de>>(
+    params: Map<String, Value>,
+) -> Result<T, RpcError> {
+    serde_json::from_value(Value::Object(params))
+        .map_err(|e| RpcError::InvalidParams(e.to_string()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

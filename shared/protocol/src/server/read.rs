@@ -9,7 +9,8 @@ use serde_json::{Map, Value, json};
 
 use super::Server;
 use super::call::{TOOL_GRACE, body_error};
-use super::dispatch::{not_found, parse_params};
+use super::dispatch::not_found;
+use super::parse_params;
 use crate::budget::{Budget, client_budget};
 use crate::context::RequestContext;
 use crate::error::RpcError;

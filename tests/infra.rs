@@ -756,3 +756,87 @@ fn the_deploy_waits_for_the_whole_test_suite() {
     assert!(runs.iter().any(|r| r.trim() == ".ci/run"), "{runs:?}");
     assert!(read(".ci/run").contains("scripts/test"));
 }
+
+/// The deploy commands as written (the workflow's, and the by-hand ones of the README and
+/// docs/deploy.md) find their files the way SAM CLI looks for them: a relative `--config-file`
+/// is read from the template's folder, not the working directory (aws/aws-sam-cli 3594), and
+/// without `--template-file` a `--config-env` other than `default` finds no template (its
+/// path is in the `default` section). And every build builds each function the template
+/// packages: SAM packages every function's `CodeUri`, whatever its condition.
+#[test]
+fn the_deploy_commands_find_their_files_and_build_every_function() {
+    let template = read("infra/template.yaml");
+    let functions: Vec<&str> = template
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("CodeUri: ../target/lambda/"))
+        .filter_map(|l| l.strip_suffix("/bootstrap.zip"))
+        .collect();
+    assert_eq!(functions, ["mcp", "migrate", "oauth"]);
+    // The commands: the workflow's `run` steps, and the inline code of the two pages.
+    let workflow = read(".github/workflows/deploy.yml").replace("\\\n", " ");
+    let pages = [read("README.md"), read("docs/deploy.md")].join("\n");
+    let mut commands: Vec<(String, String)> = workflow
+        .lines()
+        .filter(|l| l.contains("sam deploy") || l.contains("cargo lambda build"))
+        .map(|l| {
+            (
+                ".github/workflows/deploy.yml".to_owned(),
+                l.trim().to_owned(),
+            )
+        })
+        .collect();
+    for page_command in pages.replace('\n', " ").split('`').skip(1).step_by(2) {
+        // (`cargo lambda build ...` refers back to a command given in full.)
+        let whole = !page_command.ends_with("...");
+        if whole
+            && (page_command.starts_with("sam deploy")
+                || page_command.starts_with("cargo lambda build"))
+        {
+            commands.push((
+                "README.md / docs/deploy.md".to_owned(),
+                page_command.to_owned(),
+            ));
+        }
+    }
+    let sam: Vec<_> = commands
+        .iter()
+        .filter(|(_, c)| c.contains("sam deploy"))
+        .collect();
+    assert!(sam.len() >= 3, "{commands:?}");
+    for (place, command) in &sam {
+        let words: Vec<&str> = command.split_whitespace().collect();
+        let value = |flag: &str| {
+            words
+                .iter()
+                .position(|w| *w == flag)
+                .and_then(|i| words.get(i + 1))
+                .map(|w| w.trim_matches('"'))
+        };
+        let template_file = value("--template-file")
+            .unwrap_or_else(|| panic!("{place}: `{command}` names no --template-file"));
+        assert!(
+            root().join(template_file).is_file(),
+            "{place}: {template_file}"
+        );
+        let config = value("--config-file").unwrap_or("samconfig.toml");
+        let folder = Path::new(template_file).parent().unwrap();
+        assert!(
+            config.starts_with('$') || root().join(folder).join(config).is_file(),
+            "{place}: `{command}`: SAM CLI would read {}",
+            folder.join(config).display()
+        );
+    }
+    let builds: Vec<_> = commands
+        .iter()
+        .filter(|(_, c)| c.contains("cargo lambda build"))
+        .collect();
+    assert!(builds.len() >= 3, "{commands:?}");
+    for (place, command) in builds {
+        for function in &functions {
+            assert!(
+                command.contains(&format!("--bin {function}")),
+                "{place}: `{command}` does not build {function}, which SAM packages"
+            );
+        }
+    }
+}

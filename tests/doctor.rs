@@ -85,13 +85,27 @@ async fn deployment(
         "GET /.well-known/oauth-protected-resource/mcp".to_owned(),
         (200, prm.to_string()),
     );
+    docs.insert(format!("GET {issuer_path}/jwks"), (200, dev_jwks()));
+    // A registration endpoint that refuses every client, as a server refusing a scheme would.
+    let register = as_metadata["registration_endpoint"] == "refuses";
+    if register {
+        as_metadata["registration_endpoint"] = json!(format!("{issuer}/register"));
+        docs.insert(
+            format!("POST {issuer_path}/register"),
+            (
+                400,
+                json!({"error": "invalid_redirect_uri",
+                       "error_description": "redirect_uris must only contain web uris"})
+                .to_string(),
+            ),
+        );
+    }
     docs.insert(
         format!("GET {issuer_path}/.well-known/openid-configuration"),
         (200, as_metadata.to_string()),
     );
-    docs.insert(format!("GET {issuer_path}/jwks"), (200, dev_jwks()));
     site.serve(docs);
-    diagnose(&mcp, Duration::from_secs(5)).await
+    diagnose(&mcp, Duration::from_secs(5), register).await
 }
 
 /// What an authorization server offers that lets every client connect (issuer, endpoints and
@@ -221,7 +235,7 @@ async fn an_unreachable_endpoint_is_one_named_line() {
         l.local_addr().unwrap().port()
     };
     let url = format!("http://127.0.0.1:{port}/mcp");
-    let report = diagnose(&url, Duration::from_secs(2)).await;
+    let report = diagnose(&url, Duration::from_secs(2), true).await;
     let text = report.render();
     assert!(
         has(
@@ -248,7 +262,7 @@ async fn an_endpoint_that_asks_for_no_token_is_open_to_every_client_and_says_so(
         (200, r#"{"jsonrpc":"2.0","id":1,"result":{}}"#.to_owned()),
     );
     site.serve(docs);
-    let report = diagnose(&url, Duration::from_secs(2)).await;
+    let report = diagnose(&url, Duration::from_secs(2), true).await;
     let text = report.render();
     assert!(has(&report, Outcome::Warn, "requires no token"), "{text}");
     assert_eq!(report.failures().count(), 0, "{text}");
@@ -259,4 +273,31 @@ async fn an_endpoint_that_asks_for_no_token_is_open_to_every_client_and_says_so(
             .all(|c| c.connects && c.how.contains("without signing in")),
         "{text}"
     );
+}
+
+#[tokio::test]
+async fn a_server_that_refuses_a_clients_own_registration_is_named_for_that_client() {
+    // Offers DCR, yet refuses what the clients really send (oidc-provider refuses Cursor's
+    // app scheme so): the doctor registers each DCR client as itself and says so.
+    let mut metadata = complete_metadata();
+    metadata["registration_endpoint"] = json!("refuses");
+    metadata["client_id_metadata_document_supported"] = json!(false);
+    let report = deployment("/issuer", None, metadata).await;
+    let text = report.render();
+    for client in &report.clients {
+        assert!(!client.connects, "{text}");
+        assert!(
+            client
+                .how
+                .contains("its own registration is refused: HTTP 400 invalid_redirect_uri")
+                || client.how.contains("registered by hand"),
+            "{text}"
+        );
+    }
+    let cursor = report
+        .clients
+        .iter()
+        .find(|c| c.client == "Cursor")
+        .unwrap();
+    assert!(cursor.how.contains("must only contain web uris"), "{text}");
 }

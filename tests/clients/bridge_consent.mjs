@@ -31,8 +31,9 @@ async function register(name, redirectUri) {
       token_endpoint_auth_method: 'none',
     }),
   });
-  assert.equal(response.status, 201, await response.text());
-  return (await response.json()).client_id;
+  const text = await response.text();
+  assert.equal(response.status, 201, text);
+  return JSON.parse(text).client_id;
 }
 
 function authorizationUrl(clientId, redirectUri, state) {

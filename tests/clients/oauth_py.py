@@ -69,7 +69,7 @@ class Storage:
         self.client_info = client_info
 
 
-async def sign_in(authorization_url: str, user: str) -> dict:
+async def sign_in(authorization_url: str, user: str, redirect_uri: str = REDIRECT_URI) -> dict:
     """Acts as the user in the authorization server's own pages, over HTTP: follows the
     redirects to the login page, submits the login form, then the consent form with every
     offered scope checked (and, through the OAuth bridge, approves on the bridge's own consent
@@ -81,7 +81,7 @@ async def sign_in(authorization_url: str, user: str) -> dict:
             response = await http.get(url)
             if response.status_code in (302, 303):
                 url = urljoin(url, response.headers["location"])
-                if url.startswith(REDIRECT_URI):
+                if url.startswith(redirect_uri):
                     params = {k: v[0] for k, v in parse_qs(urlparse(url).query).items()}
                     return {"steps": steps, **params}
                 continue

@@ -225,6 +225,8 @@ impl Harness {
                 allow_loopback: false,
                 timeout: std::time::Duration::from_secs(3),
                 extra_root_pem: None,
+                fresh_for: std::time::Duration::from_secs(300),
+                stale_for: std::time::Duration::from_secs(86_400),
             },
         };
         tweak(&mut config);

@@ -15,8 +15,10 @@
 //!    the endpoint's scopes;
 //! 4. the issuer's JWKS: keys the endpoint would accept.
 //!
-//! Then a verdict per client, from what each client documents it supports (the table in
-//! [`CLIENTS`]). The walk is here; [`steps`] checks each document, [`support`] fetches
+//! Then a verdict per client, from how each client really registers (the replicas' table,
+//! [`crate::replicas`]): a client that registers by Dynamic Client Registration is registered
+//! once with its own request body, so that a server refusing one of its redirect URIs is seen
+//! (unless `register` is off). The walk is here; [`steps`] checks each document, [`support`] fetches
 //! them within bounds and reads their fields.
 
 mod steps;
@@ -51,59 +53,8 @@ pub struct Check {
     pub what: String,
 }
 
-/// How a client registers itself with an authorization server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Registration {
-    /// Client ID Metadata Document (the `client_id` is an https URL).
-    Cimd,
-    /// Dynamic Client Registration (RFC 7591).
-    Dcr,
-    /// A client registered by hand at the authorization server and typed into the client.
-    Manual,
-}
-
-/// What one MCP client supports, as its vendor documents it (checked 2026-12; update the
-/// table when a client changes).
-pub struct ClientProfile {
-    pub name: &'static str,
-    /// Connects from the vendor's cloud: the MCP URL must be publicly reachable.
-    pub hosted: bool,
-    /// In the client's order of preference.
-    pub registration: &'static [Registration],
-}
-
-pub const CLIENTS: &[ClientProfile] = &[
-    ClientProfile {
-        name: "claude.ai / Claude Desktop",
-        hosted: true,
-        registration: &[Registration::Cimd, Registration::Dcr, Registration::Manual],
-    },
-    ClientProfile {
-        name: "Claude Code",
-        hosted: false,
-        registration: &[Registration::Cimd, Registration::Dcr, Registration::Manual],
-    },
-    ClientProfile {
-        name: "ChatGPT",
-        hosted: true,
-        registration: &[Registration::Cimd, Registration::Dcr, Registration::Manual],
-    },
-    ClientProfile {
-        name: "VS Code",
-        hosted: false,
-        registration: &[Registration::Dcr, Registration::Manual],
-    },
-    ClientProfile {
-        name: "Cursor",
-        hosted: false,
-        registration: &[Registration::Dcr],
-    },
-    ClientProfile {
-        name: "MCP Inspector",
-        hosted: false,
-        registration: &[Registration::Cimd, Registration::Dcr, Registration::Manual],
-    },
-];
+pub use crate::replicas::Registration;
+use crate::replicas::{REPLICAS, Replica, with_port};
 
 /// Whether one client connects, and why (not).
 #[derive(Debug, Clone)]
@@ -196,10 +147,12 @@ struct Server {
     cimd: bool,
     dcr: bool,
     public_clients: bool,
+    registration_endpoint: Option<String>,
 }
 
-/// Runs every check against `url` (the MCP URL exactly as a user would paste it).
-pub async fn diagnose(url: &str, timeout: Duration) -> Report {
+/// Runs every check against `url` (the MCP URL exactly as a user would paste it); with
+/// `register`, each client that registers by DCR is registered once as itself.
+pub async fn diagnose(url: &str, timeout: Duration, register: bool) -> Report {
     let http = reqwest::Client::builder()
         // A client follows no redirect on these fetches (RFC 9728 §3.3, RFC 8414 §3.3 compare
         // what they asked for with what they got).
@@ -213,7 +166,8 @@ pub async fn diagnose(url: &str, timeout: Duration) -> Report {
     };
     let servers = walk(&http, url, &mut report).await;
     report.reachability = reachability(url);
-    report.clients = verdicts(&report, servers.as_deref());
+    let probe = register.then_some(&http);
+    report.clients = verdicts(&report, servers.as_deref(), probe).await;
     report
 }
 
@@ -289,46 +243,65 @@ async fn walk(http: &reqwest::Client, url: &str, report: &mut Report) -> Option<
     Some(servers)
 }
 
-fn verdicts(report: &Report, servers: Option<&[Server]>) -> Vec<Verdict> {
+async fn verdicts(
+    report: &Report,
+    servers: Option<&[Server]>,
+    probe: Option<&reqwest::Client>,
+) -> Vec<Verdict> {
     let blocker = report.failures().next().map(|c| c.what.clone());
-    CLIENTS
-        .iter()
-        .map(|profile| {
-            let (connects, how) = match (&blocker, servers) {
-                _ if report.open => (true, "yes, without signing in (no OAuth)".into()),
-                (Some(why), _) => (false, format!("no: {why}")),
-                (None, None) => (
-                    false,
-                    "no: the chain broke before the authorization server".into(),
-                ),
-                (None, Some(servers)) => verdict(profile, servers),
-            };
-            Verdict {
-                client: profile.name,
-                hosted: profile.hosted,
-                connects,
-                how,
-            }
-        })
-        .collect()
+    let mut verdicts = Vec::with_capacity(REPLICAS.len());
+    for replica in REPLICAS {
+        let (connects, how) = match (&blocker, servers) {
+            _ if report.open => (true, "yes, without signing in (no OAuth)".into()),
+            (Some(why), _) => (false, format!("no: {why}")),
+            (None, None) => (
+                false,
+                "no: the chain broke before the authorization server".into(),
+            ),
+            (None, Some(servers)) => verdict(replica, servers, probe).await,
+        };
+        verdicts.push(Verdict {
+            client: replica.name,
+            hosted: replica.hosted,
+            connects,
+            how,
+        });
+    }
+    verdicts
 }
 
-fn verdict(profile: &ClientProfile, servers: &[Server]) -> (bool, String) {
+async fn verdict(
+    replica: &Replica,
+    servers: &[Server],
+    probe: Option<&reqwest::Client>,
+) -> (bool, String) {
     // A client uses the first authorization server it can register with.
-    for choice in profile.registration {
+    for choice in replica.registration {
         for server in servers {
             match choice {
                 Registration::Cimd if server.cimd && server.public_clients => {
                     return (true, "yes, registers by Client ID Metadata Document".into());
                 }
                 Registration::Dcr if server.dcr => {
-                    return (true, "yes, registers by Dynamic Client Registration".into());
+                    let (Some(http), Some(endpoint), Some(body)) =
+                        (probe, &server.registration_endpoint, replica.dcr)
+                    else {
+                        return (true, "yes, registers by Dynamic Client Registration".into());
+                    };
+                    return match register_as(http, endpoint, body).await {
+                        Ok(()) => (
+                            true,
+                            "yes, registers by Dynamic Client Registration (its own request accepted)"
+                                .into(),
+                        ),
+                        Err(why) => (false, format!("no: its own registration is refused: {why}")),
+                    };
                 }
                 _ => {}
             }
         }
     }
-    if profile.registration.contains(&Registration::Manual) {
+    if replica.registration.contains(&Registration::Manual) {
         (
             false,
             "only with a client registered by hand at the authorization server and typed into the client (no DCR, no CIMD)".into(),
@@ -339,5 +312,39 @@ fn verdict(profile: &ClientProfile, servers: &[Server]) -> (bool, String) {
             "no: needs Dynamic Client Registration, which the authorization server does not offer"
                 .into(),
         )
+    }
+}
+
+/// Registers the client at `endpoint` with its own request `body`, as it would: `Err` says
+/// why the server refused, or which redirect URI it dropped.
+async fn register_as(http: &reqwest::Client, endpoint: &str, body: &str) -> Result<(), String> {
+    let body: Value =
+        serde_json::from_str(&with_port(body, 8080)).map_err(|e| format!("table: {e}"))?;
+    let answer = http
+        .post(endpoint)
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .map_err(|e| format!("{endpoint} did not answer ({e})"))?;
+    let status = answer.status();
+    let got: Value = answer
+        .bytes()
+        .await
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(Value::Null);
+    if !status.is_success() {
+        let error = got["error"].as_str().unwrap_or("no error code");
+        let description = got["error_description"].as_str().unwrap_or("");
+        return Err(format!("HTTP {} {error}: {description}", status.as_u16()));
+    }
+    let kept = strings(&got, "redirect_uris");
+    match strings(&body, "redirect_uris")
+        .into_iter()
+        .find(|uri| !kept.contains(uri))
+    {
+        Some(dropped) => Err(format!("the server dropped its redirect URI {dropped}")),
+        None => Ok(()),
     }
 }

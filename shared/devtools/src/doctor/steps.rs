@@ -125,10 +125,11 @@ pub(super) async fn authorization_server(
             "{issuer}: code_challenge_methods_supported does not list S256: MCP clients refuse to authorize (MCP authorization §Authorization Code Protection)"
         ));
     }
-    server.dcr = meta
+    server.registration_endpoint = meta
         .get("registration_endpoint")
         .and_then(Value::as_str)
-        .is_some();
+        .map(str::to_owned);
+    server.dcr = server.registration_endpoint.is_some();
     server.cimd = meta
         .get("client_id_metadata_document_supported")
         .and_then(Value::as_bool)

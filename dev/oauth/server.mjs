@@ -130,6 +130,27 @@ const provider = new Provider(issuer, {
     response_types: ['code'],
     token_endpoint_auth_method: 'none',
   },
+  // Native MCP clients (Cursor, Claude Code, VS Code) register or publish loopback and app-scheme
+  // redirect URIs without saying `application_type: native`, and oidc-provider then judges them
+  // as web clients: it refuses Cursor's `cursor://` URI ("must only contain web uris") and
+  // holds Claude Code's portless `http://localhost/callback` to its exact port. A client whose
+  // redirect URIs are a native app's (RFC 8252: loopback http, a private-use scheme, claimed
+  // https) and include a loopback or app one is made native here, which is what RFC 8252 §7 and
+  // §8.4 ask of an authorization server (any loopback port; app schemes with PKCE). The hook is
+  // the one oidc-provider gives for client metadata; `mcp_native_hint` itself is never set.
+  extraClientMetadata: {
+    properties: ['mcp_native_hint'],
+    validator(_ctx, _key, _value, metadata) {
+      const uris = (metadata.redirect_uris ?? []).map((u) => URL.parse(u)).filter(Boolean);
+      const local = (u) => ['localhost', '127.0.0.1', '[::1]'].includes(u.hostname);
+      const loopback = (u) => u.protocol === 'http:' && local(u);
+      const app = (u) => !['http:', 'https:'].includes(u.protocol);
+      const claimed = (u) => u.protocol === 'https:' && !local(u);
+      if (uris.length && uris.some((u) => loopback(u) || app(u)) && uris.every((u) => loopback(u) || app(u) || claimed(u))) {
+        metadata.application_type = 'native';
+      }
+    },
+  },
   responseTypes: ['code'],
   // OAuth 2.1 / MCP authorization: PKCE for every client; oidc-provider 9 knows only S256.
   pkce: { required: () => true },
@@ -221,6 +242,17 @@ const provider = new Provider(issuer, {
     ctx.body = page('Sign-in error', `<p class="error">${escape(out.error)}: ${escape(out.error_description ?? '')}</p>`);
   },
   ...(upstreamClient ? upstreamOptions : {}),
+});
+
+// RFC 6749 §3.3: a request without `scope` is processed with a default, the scopes the MCP
+// endpoint defines (as the OAuth bridge does), rather than ending with nothing granted.
+provider.use(async (ctx, next) => {
+  const params = new URLSearchParams(ctx.querystring);
+  if (ctx.path === '/auth' && !params.has('scope')) {
+    params.set('scope', RESOURCE_SCOPES.join(' '));
+    ctx.querystring = params.toString();
+  }
+  await next();
 });
 
 // RFC 8414 §3: clients that follow MCP 2025-06-18 look only here; oidc-provider serves the

@@ -19,12 +19,8 @@ import asyncio
 import base64
 import hashlib
 import json
-import os
 import secrets
-import ssl
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlencode, urlparse
 
 import httpx2
@@ -35,7 +31,8 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.auth import AuthorizationCodeResult
 
 from oauth_py import (
-    ISSUER, MCP_URL, REDIRECT_URI, Storage, check_events, check_search, claims_of, public_client, remember, sign_in,
+    ISSUER, MCP_URL, REDIRECT_URI, HttpsFiles, Storage, check_events, check_search, claims_of, public_client,
+    remember, sign_in,
 )
 
 
@@ -44,37 +41,17 @@ def header_of(token: str) -> dict:
     return json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
 
 
-def serve_document() -> tuple[str, list[int]]:
-    """A client metadata document on https://127.0.0.1 (the bridge fetches it); its URL and a
-    count of the fetches."""
-    fetched = [0]
-    server = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
-    url = f"https://127.0.0.1:{server.server_address[1]}/python-client.json"
-    document = json.dumps({
+def serve_document() -> tuple[str, HttpsFiles]:
+    """A client metadata document on https://127.0.0.1 (the bridge fetches it); its URL, and
+    the site that counts the fetches."""
+    site = HttpsFiles()
+    url = site.url("/python-client.json")
+    site.publish("/python-client.json", {
         "client_id": url, "client_name": "python mcp by its metadata document",
         "redirect_uris": [REDIRECT_URI], "grant_types": ["authorization_code", "refresh_token"],
         "response_types": ["code"], "token_endpoint_auth_method": "none",
-    }).encode()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 (the http.server API)
-            fetched[0] += 1
-            status = 200 if self.path == "/python-client.json" else 404
-            self.send_response(status)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(document)))
-            self.end_headers()
-            self.wfile.write(document)
-
-        def log_message(self, *_):
-            pass
-
-    server.RequestHandlerClass = Handler
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(os.environ["CIMD_LEAF_CERT"], os.environ["CIMD_LEAF_KEY"])
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return url, fetched
+    })
+    return url, site
 
 
 async def connect(user: str, tenant: str, wait_for_refresh: bool, document: str | None = None) -> Storage:
@@ -196,9 +173,10 @@ async def replayed_code() -> None:
 async def main() -> None:
     await connect("amir", "tenant-a", wait_for_refresh=True)
     await connect("bob", "tenant-b", wait_for_refresh=False)
-    document, fetched = serve_document()
+    document, site = serve_document()
     await connect("alice", "tenant-a", wait_for_refresh=False, document=document)
-    assert fetched[0] == 1, f"the bridge fetched the document {fetched[0]} times"
+    fetched = site.hits.get("/python-client.json", 0)
+    assert fetched == 1, f"the bridge fetched the document {fetched} times"
     await refused_without_a_group()
     await replayed_code()
 

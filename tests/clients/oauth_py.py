@@ -18,8 +18,11 @@ import json
 import os
 import re
 import secrets
+import ssl
 import subprocess
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlencode, urljoin, urlparse
 
 import httpx2
@@ -33,6 +36,45 @@ ISSUER = os.environ["AS_ISSUER"]
 MCP_URL = os.environ["MCP_URL"]
 OTHER_RESOURCE = os.environ.get("OTHER_RESOURCE_URL", "https://other-api.example/")
 REDIRECT_URI = "http://127.0.0.1:33418/callback"  # never listened on: the Location is read
+
+
+class HttpsFiles:
+    """JSON documents served on https://127.0.0.1 with the certificate in CIMD_LEAF_CERT and
+    CIMD_LEAF_KEY (one the server under test trusts): client metadata documents, a JWKS. Counts
+    the requests per path."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, bytes] = {}
+        self.hits: dict[str, int] = {}
+        server = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
+        self.base = f"https://127.0.0.1:{server.server_address[1]}"
+        files, hits = self.files, self.hits
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 (the http.server API)
+                hits[self.path] = hits.get(self.path, 0) + 1
+                body = files.get(self.path)
+                self.send_response(200 if body is not None else 404)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(body or b"")))
+                self.end_headers()
+                self.wfile.write(body or b"")
+
+            def log_message(self, *_):
+                pass
+
+        server.RequestHandlerClass = Handler
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(os.environ["CIMD_LEAF_CERT"], os.environ["CIMD_LEAF_KEY"])
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+
+    def url(self, path: str) -> str:
+        return f"{self.base}{path}"
+
+    def publish(self, path: str, document: dict) -> str:
+        self.files[path] = json.dumps(document).encode()
+        return self.url(path)
 
 
 def remember(*secrets_handled: str | None) -> None:

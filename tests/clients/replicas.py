@@ -25,18 +25,15 @@ import json
 import os
 import secrets
 import socket
-import ssl
 import subprocess
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlencode
 
 import httpx2
 import jwt
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from oauth_py import ISSUER, MCP_URL, remember, sign_in
+from oauth_py import ISSUER, MCP_URL, HttpsFiles, remember, sign_in
 
 EXPECT_REFUSED = {n.strip() for n in os.environ.get("EXPECT_REFUSED", "").split(",") if n.strip()}
 KEY = rsa.generate_private_key(public_exponent=65537, key_size=2048)
@@ -49,54 +46,36 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-class Documents:
-    """Metadata documents and a JWKS on https://127.0.0.1, with a certificate the server under
-    test trusts."""
+class Documents(HttpsFiles):
+    """The replicas' metadata documents, and the JWKS of the key their client assertions are
+    signed with, on https://127.0.0.1."""
 
     def __init__(self) -> None:
-        self.files: dict[str, bytes] = {}
-        server = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
-        self.base = f"https://127.0.0.1:{server.server_address[1]}"
-        files = self.files
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self):  # noqa: N802 (the http.server API)
-                body = files.get(self.path)
-                self.send_response(200 if body is not None else 404)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(body or b"")))
-                self.end_headers()
-                self.wfile.write(body or b"")
-
-            def log_message(self, *_):
-                pass
-
-        server.RequestHandlerClass = Handler
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.load_cert_chain(os.environ["CIMD_LEAF_CERT"], os.environ["CIMD_LEAF_KEY"])
-        server.socket = context.wrap_socket(server.socket, server_side=True)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+        super().__init__()
         numbers = KEY.public_key().public_numbers()
-        b64 = lambda n: base64.urlsafe_b64encode(n.to_bytes((n.bit_length() + 7) // 8, "big")).rstrip(b"=").decode()  # noqa: E731
+
+        def b64(n: int) -> str:
+            return base64.urlsafe_b64encode(n.to_bytes((n.bit_length() + 7) // 8, "big")).rstrip(b"=").decode()
+
         jwks = {"keys": [{"kty": "RSA", "kid": KID, "use": "sig", "alg": "RS256",
                           "n": b64(numbers.n), "e": b64(numbers.e)}]}
         self.jwks_url = self.publish("/jwks.json", jwks)
-
-    def publish(self, path: str, document: dict) -> str:
-        self.files[path] = json.dumps(document).encode()
-        return f"{self.base}{path}"
 
 
 def with_port(value, port: int):
     return json.loads(json.dumps(value).replace("{port}", str(port)))
 
 
-def assertion(client_id: str, audience: str) -> str:
-    """A client assertion as RFC 7523 §3 and OpenID Connect Core §9 describe it."""
+def signed(form: dict, client_id: str, metadata: dict, authenticated: bool) -> dict:
+    """The token request `form`, with a client assertion (RFC 7523 §3, OpenID Connect Core §9)
+    when the client authenticates with private_key_jwt."""
+    if not authenticated:
+        return form
     now = int(time.time())
-    claims = {"iss": client_id, "sub": client_id, "aud": audience, "iat": now, "exp": now + 60,
-              "jti": secrets.token_urlsafe(16)}
-    return jwt.encode(claims, KEY, algorithm="RS256", headers={"kid": KID})
+    claims = {"iss": client_id, "sub": client_id, "aud": metadata["token_endpoint"], "iat": now,
+              "exp": now + 60, "jti": secrets.token_urlsafe(16)}
+    return {**form, "client_assertion_type": "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
+            "client_assertion": jwt.encode(claims, KEY, algorithm="RS256", headers={"kid": KID})}
 
 
 async def call_tool(http: httpx2.AsyncClient, token: str) -> int:
@@ -156,10 +135,8 @@ async def replay(replica: dict, metadata: dict, documents: Documents) -> str:
         remember(result["code"])
         form = {"grant_type": "authorization_code", "code": result["code"], "redirect_uri": redirect_uri,
                 "client_id": client_id, "code_verifier": verifier, "resource": MCP_URL}
-        if replica["client_assertion"] and how == "cimd":
-            form["client_assertion_type"] = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
-            form["client_assertion"] = assertion(client_id, metadata["token_endpoint"])
-        answer = await http.post(metadata["token_endpoint"], data=form)
+        authenticated = replica["client_assertion"] and how == "cimd"
+        answer = await http.post(metadata["token_endpoint"], data=signed(form, client_id, metadata, authenticated))
         assert answer.status_code == 200, (name, answer.status_code, answer.text[:300])
         tokens = answer.json()
         remember(tokens["access_token"], tokens.get("refresh_token"))
@@ -167,10 +144,7 @@ async def replay(replica: dict, metadata: dict, documents: Documents) -> str:
         refreshed = ""
         if tokens.get("refresh_token"):
             form = {"grant_type": "refresh_token", "refresh_token": tokens["refresh_token"], "client_id": client_id}
-            if replica["client_assertion"] and how == "cimd":
-                form["client_assertion_type"] = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
-                form["client_assertion"] = assertion(client_id, metadata["token_endpoint"])
-            answer = await http.post(metadata["token_endpoint"], data=form)
+            answer = await http.post(metadata["token_endpoint"], data=signed(form, client_id, metadata, authenticated))
             assert answer.status_code == 200, (name, answer.status_code, answer.text[:300])
             again = answer.json()
             remember(again["access_token"], again.get("refresh_token"))

@@ -671,6 +671,7 @@ fn the_function_role_reads_two_secrets_and_nothing_else() {
                     assert!(
                         a.starts_with("ec2:") && a.contains("NetworkInterface")
                             || a.starts_with("ec2:") && a.contains("PrivateIpAddresses")
+                            || a == "ec2:DescribeSubnets"
                             || a.starts_with("xray:Put"),
                         "{a} on *"
                     );
@@ -838,5 +839,104 @@ fn the_deploy_commands_find_their_files_and_build_every_function() {
                 "{place}: `{command}` does not build {function}, which SAM packages"
             );
         }
+    }
+}
+
+/// The VPC statements grant what they say they mirror: `AWSLambdaVPCAccessExecutionRole`,
+/// whose version of January 2024 added `ec2:DescribeSubnets`.
+#[test]
+fn the_vpc_statements_grant_what_the_managed_policy_grants() {
+    let t = template();
+    let wanted: BTreeSet<&str> = [
+        "ec2:CreateNetworkInterface",
+        "ec2:DescribeNetworkInterfaces",
+        "ec2:DescribeSubnets",
+        "ec2:DeleteNetworkInterface",
+        "ec2:AssignPrivateIpAddresses",
+        "ec2:UnassignPrivateIpAddresses",
+    ]
+    .into();
+    let mut found = 0;
+    for (name, resource) in t["Resources"].as_mapping().unwrap() {
+        if resource["Type"] != "AWS::IAM::Role" {
+            continue;
+        }
+        let policies = resource["Properties"]["Policies"].as_sequence();
+        for statement in policies
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p["PolicyDocument"]["Statement"].as_sequence())
+            .flatten()
+            .filter(|s| s["Sid"] == "VpcNetworkInterfaces")
+        {
+            let actions: BTreeSet<String> = statement["Action"]
+                .as_sequence()
+                .unwrap()
+                .iter()
+                .map(text)
+                .collect();
+            let actions: BTreeSet<&str> = actions.iter().map(String::as_str).collect();
+            assert_eq!(actions, wanted, "{}", text(name));
+            found += 1;
+        }
+    }
+    assert_eq!(found, 2, "the mcp and migrate roles");
+}
+
+/// `AdminSecretArn` takes only a complete secret ARN: Secrets Manager resolves a partial one
+/// (without the 6 characters it appends), IAM does not, and MigrateRole grants the ARN as given.
+#[test]
+fn the_admin_secret_arn_must_be_complete() {
+    let t = template();
+    let pattern = text(&t["Parameters"]["AdminSecretArn"]["AllowedPattern"]);
+    let pattern = regex::Regex::new(&pattern).unwrap();
+    let samconfig = read("infra/samconfig.toml");
+    let given: Vec<&str> = samconfig
+        .lines()
+        .filter_map(|l| l.split("\"AdminSecretArn=").nth(1))
+        .filter_map(|l| l.split('"').next())
+        .collect();
+    assert_eq!(given.len(), 2, "dev and prod");
+    for arn in given {
+        assert!(pattern.is_match(arn), "{arn}");
+    }
+    for partial in [
+        "arn:aws:secretsmanager:eu-west-1:123456789012:secret:events-dev-admin",
+        "arn:aws:secretsmanager:eu-west-1:123456789012:secret:events-dev-admin-AbCdE",
+        "arn:aws:secretsmanager:::secret:x-AbCdEf",
+    ] {
+        assert!(!pattern.is_match(partial), "{partial}");
+    }
+}
+
+/// A function the template gives `RUST_LOG` reads it (its tracing filter comes from the
+/// environment), so the level set per stage takes effect.
+#[test]
+fn every_function_given_rust_log_reads_it() {
+    let t = template();
+    for (function, dirs) in [
+        (
+            "McpFunction",
+            &["functions/mcp/src", "shared/lambda/src"][..],
+        ),
+        ("MigrateFunction", &["functions/migrate/src"][..]),
+        (
+            "OAuthFunction",
+            &["functions/oauth/src", "shared/lambda/src"][..],
+        ),
+    ] {
+        if !env_of(&t, function).contains_key("RUST_LOG") {
+            continue;
+        }
+        let reads = dirs.iter().any(|dir| {
+            std::fs::read_dir(root().join(dir))
+                .unwrap()
+                .filter_map(Result::ok)
+                .any(|f| {
+                    std::fs::read_to_string(f.path())
+                        .is_ok_and(|code| code.contains("EnvFilter::try_from_default_env"))
+                })
+        });
+        assert!(reads, "{function} is given RUST_LOG but never reads it");
     }
 }

@@ -52,11 +52,18 @@ async fn run_once() -> anyhow::Result<migrate::Report> {
     migrate::deploy(&mut client, endpoint.as_ref()).await
 }
 
+/// The level from `RUST_LOG` (the template sets it from `LogLevel`), `info` without it.
+fn log_level() -> tracing_subscriber::EnvFilter {
+    tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"))
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     if std::env::var("AWS_LAMBDA_RUNTIME_API").is_ok() {
         tracing_subscriber::fmt()
             .json()
+            .with_env_filter(log_level())
             .with_target(false)
             .without_time()
             .init();
@@ -73,7 +80,10 @@ async fn main() -> anyhow::Result<()> {
             .await
             .map_err(|e| anyhow::anyhow!(e));
     }
-    tracing_subscriber::fmt().with_target(false).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(log_level())
+        .with_target(false)
+        .init();
     let report = run_once().await?;
     tracing::info!(?report, "migrations up to date");
     let mut args = std::env::args().skip(1);

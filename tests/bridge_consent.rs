@@ -88,7 +88,7 @@ async fn the_page_names_the_client_its_redirect_and_scopes_and_cannot_be_framed_
     let h = Harness::new().await;
     let client_id = register(
         &h,
-        json!({"client_name": "<script>alert(1)</script>\"Evil\" & co",
+        json!({"client_name": "<script>alert(1)</script>\"Evil\" & co\u{202e}moc.elgoog\u{200b}",
                "redirect_uris": [REDIRECT]}),
     )
     .await;
@@ -96,9 +96,11 @@ async fn the_page_names_the_client_its_redirect_and_scopes_and_cannot_be_framed_
     assert_consent_page(&seen, "a loopback client");
     // Escaped, never markup: the name is the client's own text.
     assert!(!seen.body.contains("<script>"), "{}", seen.body);
+    // Invisible and right-to-left characters, which could make one name look like another,
+    // are dropped.
     assert!(
         seen.body
-            .contains("&lt;script&gt;alert(1)&lt;/script&gt;&quot;Evil&quot; &amp; co")
+            .contains("&lt;script&gt;alert(1)&lt;/script&gt;&quot;Evil&quot; &amp; comoc.elgoog<")
     );
     assert!(seen.body.contains("127.0.0.1:33418"));
     assert!(seen.body.contains("a program on this computer"));

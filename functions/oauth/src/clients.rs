@@ -152,12 +152,22 @@ pub(crate) fn redirect_uris(uris: Option<Vec<String>>) -> Result<Vec<String>, St
     Ok(uris)
 }
 
-/// A client's name as kept: control characters dropped, at most [`MAX_NAME_LEN`] characters.
+/// A client's name as kept: control characters and invisible formatting dropped, at most
+/// [`MAX_NAME_LEN`] characters. The name is shown on the consent page, where a right-to-left
+/// override or a zero-width character would let a client spell one name and show another
+/// (Unicode TR #36, bidirectional and invisible-character spoofing).
 pub(crate) fn client_name(name: &str) -> String {
     name.chars()
-        .filter(|c| !c.is_control())
+        .filter(|c| !c.is_control() && !invisible(*c))
         .take(MAX_NAME_LEN)
         .collect()
+}
+
+/// Bidirectional controls, zero-width and other invisible format characters.
+fn invisible(c: char) -> bool {
+    matches!(c,
+        '\u{061C}' | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
+        | '\u{2060}'..='\u{2069}' | '\u{FEFF}')
 }
 
 /// What kind of place a redirect URI sends the code to; the consent page warns about the

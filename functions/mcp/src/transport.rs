@@ -1,7 +1,6 @@
 //! Streamable HTTP, JSON responses only, no sessions.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use http::header::{
     ACCEPT, ACCESS_CONTROL_ALLOW_HEADERS, ACCESS_CONTROL_ALLOW_METHODS,
@@ -9,7 +8,7 @@ use http::header::{
     CONTENT_LENGTH, CONTENT_TYPE, HOST, ORIGIN, VARY,
 };
 use http::{HeaderMap, HeaderValue, Method, StatusCode};
-use lambda_http::{Body, Request, RequestExt, Response};
+use lambda_http::{Body, Request, Response};
 use mcp_auth::AuthError;
 use mcp_protocol::{HeaderField, Incoming};
 
@@ -54,14 +53,7 @@ async fn route(app: &Inner, req: Request, trace: &mut RequestTrace) -> Response<
     if let Err(rejection) = check_request(config, &req) {
         return rejection.into_response();
     }
-    let deadline = req.lambda_context_ref().map(|ctx| {
-        invocation_deadline(
-            ctx.deadline,
-            config.deadline_margin,
-            SystemTime::now(),
-            Instant::now(),
-        )
-    });
+    let deadline = mcp_lambda::deadline(&req, config.deadline_margin);
     let headers = req.headers();
     // Authentication comes before the body is even parsed: nothing about the message is
     // looked at on behalf of an unknown caller.
@@ -235,31 +227,6 @@ fn check_request(config: &Config, req: &Request) -> Result<(), Rejection> {
         return Err(Rejection::too_large(config.max_body_bytes));
     }
     Ok(())
-}
-
-/// Deadlines below this many milliseconds are not epoch times (it is 2001-09-09).
-const EPOCH_MS_FLOOR: u64 = 1_000_000_000_000;
-
-/// The Lambda context gives the deadline as wall-clock epoch milliseconds; waits are measured
-/// on the monotonic clock, so the remaining time is converted once, here.
-///
-/// `cargo lambda watch` (1.9) sends the function's timeout in milliseconds instead of an
-/// epoch deadline; a value that small cannot be a real deadline, so it is read as the time
-/// remaining, which is what the emulator means.
-fn invocation_deadline(
-    deadline_ms: u64,
-    margin: Duration,
-    now: SystemTime,
-    now_instant: Instant,
-) -> Instant {
-    let remaining = if deadline_ms < EPOCH_MS_FLOOR {
-        Duration::from_millis(deadline_ms)
-    } else {
-        (UNIX_EPOCH + Duration::from_millis(deadline_ms))
-            .duration_since(now)
-            .unwrap_or(Duration::ZERO)
-    };
-    now_instant + remaining.saturating_sub(margin)
 }
 
 fn header_field<'a>(headers: &'a HeaderMap, name: &str) -> HeaderField<'a> {
@@ -469,23 +436,5 @@ mod tests {
         map.insert("mcp-name", HeaderValue::from_bytes(b"caf\xe9").unwrap());
         assert_eq!(header_field(&map, "mcp-name"), HeaderField::Invalid);
         assert_eq!(header_field(&map, "mcp-method"), HeaderField::Absent);
-    }
-
-    #[test]
-    fn the_deadline_keeps_the_margin_and_never_goes_negative() {
-        let epoch_ms = |t: SystemTime| t.duration_since(UNIX_EPOCH).unwrap().as_millis() as u64;
-        // Whole milliseconds, as the Lambda context carries them.
-        let wall = UNIX_EPOCH + Duration::from_millis(epoch_ms(SystemTime::now()));
-        let mono = Instant::now();
-        let second = Duration::from_secs(1);
-        let d = invocation_deadline(epoch_ms(wall + 10 * second), second, wall, mono);
-        assert_eq!(d - mono, 9 * second);
-        let tight = invocation_deadline(epoch_ms(wall + second / 2), second, wall, mono);
-        assert_eq!(tight, mono);
-        let past = invocation_deadline(epoch_ms(wall - 5 * second), second, wall, mono);
-        assert_eq!(past, mono);
-        // The emulator's relative form: 600000 means ten minutes from now.
-        let emulated = invocation_deadline(600_000, second, wall, mono);
-        assert_eq!(emulated - mono, 599 * second);
     }
 }

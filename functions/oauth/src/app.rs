@@ -2,11 +2,11 @@
 //! request to its endpoint's module and logs one line per request.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use http::Method;
 use http::header::{AUTHORIZATION, CONTENT_TYPE};
-use lambda_http::{Body, Request, RequestExt, Response};
+use lambda_http::{Body, Request, Response};
 use mcp_env::Env;
 use serde_json::json;
 
@@ -250,21 +250,11 @@ fn body_of<'r>(req: &'r Request, media_type: &str) -> Result<&'r [u8], BridgeErr
     Ok(body)
 }
 
-/// The invocation's deadline, less a margin to answer in; 10 s outside Lambda.
+/// The invocation's deadline, less a margin to answer in (the same reading of the Lambda
+/// context as the endpoint's, `mcp_lambda::deadline`); 10 s outside Lambda.
 fn deadline(req: &Request) -> Instant {
-    let left = req
-        .lambda_context_ref()
-        .and_then(|ctx| {
-            let now_ms = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .ok()?
-                .as_millis() as u64;
-            ctx.deadline.checked_sub(now_ms)
-        })
-        .map_or(Duration::from_secs(10), |ms| {
-            Duration::from_millis(ms.saturating_sub(500))
-        });
-    Instant::now() + left
+    mcp_lambda::deadline(req, Duration::from_millis(500))
+        .unwrap_or_else(|| Instant::now() + Duration::from_secs(10))
 }
 
 fn cors(mut response: Response<Body>) -> Response<Body> {

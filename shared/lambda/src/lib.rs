@@ -11,6 +11,7 @@
 
 use std::convert::Infallible;
 use std::future::Future;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
 use http::HeaderValue;
@@ -137,6 +138,38 @@ pub fn response_from(response: Response<Body>) -> ApiGatewayV2httpResponse {
     out
 }
 
+/// When the answer must be ready: the invocation's deadline less `margin` (time kept to
+/// serialise and return the answer), on the monotonic clock; `None` outside Lambda.
+pub fn deadline(req: &Request, margin: Duration) -> Option<Instant> {
+    req.lambda_context_ref()
+        .map(|ctx| invocation_deadline(ctx.deadline, margin, SystemTime::now(), Instant::now()))
+}
+
+/// Deadlines below this many milliseconds are not epoch times (it is 2001-09-09).
+const EPOCH_MS_FLOOR: u64 = 1_000_000_000_000;
+
+/// The Lambda context gives the deadline as wall-clock epoch milliseconds; waits are measured
+/// on the monotonic clock, so the remaining time is converted once, here.
+///
+/// `cargo lambda watch` (1.9) sends the function's timeout in milliseconds instead of an
+/// epoch deadline; a value that small cannot be a real deadline, so it is read as the time
+/// remaining, which is what the emulator means.
+fn invocation_deadline(
+    deadline_ms: u64,
+    margin: Duration,
+    now: SystemTime,
+    now_instant: Instant,
+) -> Instant {
+    let remaining = if deadline_ms < EPOCH_MS_FLOOR {
+        Duration::from_millis(deadline_ms)
+    } else {
+        (UNIX_EPOCH + Duration::from_millis(deadline_ms))
+            .duration_since(now)
+            .unwrap_or(Duration::ZERO)
+    };
+    now_instant + remaining.saturating_sub(margin)
+}
+
 /// Structured JSON logs on stdout (CloudWatch parses them), level from `RUST_LOG` (default
 /// `info`), flattened so that CloudWatch Logs Insights reads `duration_ms`, ... as fields.
 pub fn init_tracing() {
@@ -155,6 +188,24 @@ pub fn init_tracing() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_deadline_keeps_the_margin_and_never_goes_negative() {
+        let epoch_ms = |t: SystemTime| t.duration_since(UNIX_EPOCH).unwrap().as_millis() as u64;
+        // Whole milliseconds, as the Lambda context carries them.
+        let wall = UNIX_EPOCH + Duration::from_millis(epoch_ms(SystemTime::now()));
+        let mono = Instant::now();
+        let second = Duration::from_secs(1);
+        let d = invocation_deadline(epoch_ms(wall + 10 * second), second, wall, mono);
+        assert_eq!(d - mono, 9 * second);
+        let tight = invocation_deadline(epoch_ms(wall + second / 2), second, wall, mono);
+        assert_eq!(tight, mono);
+        let past = invocation_deadline(epoch_ms(wall - 5 * second), second, wall, mono);
+        assert_eq!(past, mono);
+        // The emulator's relative form: 600000 means ten minutes from now.
+        let emulated = invocation_deadline(600_000, second, wall, mono);
+        assert_eq!(emulated - mono, 599 * second);
+    }
 
     #[test]
     fn stages_prefix_the_path_as_lambda_http_does() {

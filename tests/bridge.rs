@@ -256,6 +256,9 @@ async fn errors_before_the_redirect_uri_is_trusted_are_shown_never_redirected() 
 async fn errors_after_the_redirect_uri_is_trusted_go_back_with_state_and_issuer() {
     let h = Harness::new().await;
     let client_id = h.client().await;
+    // Once this browser approved the client: a client nobody approved gets its errors shown,
+    // never redirected (bridge_consent::an_error_for_a_client_nobody_approved_is_shown).
+    h.to_upstream(&client_id).await;
     let plain = "plain-challenge-that-is-forty-three-chars-xx";
     for (changes, code, case) in [
         (
@@ -309,7 +312,10 @@ async fn errors_after_the_redirect_uri_is_trusted_go_back_with_state_and_issuer(
     let seen = h
         .authorize_approved(&client_id, &[("redirect_uri", None)])
         .await;
-    assert_eq!(seen.status, 303, "{seen:?}");
+    assert_eq!(
+        seen.status, 302,
+        "approved before in this browser: {seen:?}"
+    );
     assert!(seen.location.unwrap().starts_with(&h.upstream.issuer));
 }
 

@@ -149,6 +149,22 @@ async fn a_client_named_by_its_document_signs_in_without_registering() {
         )
         .await;
     seen.assert_page("invalid_request", "unlisted redirect URI");
+    // Its consent page names the document's host as the verified identity, and the name the
+    // document gives itself as its own claim.
+    let page = h
+        .authorize(&client_id, &[("prompt", Some("consent"))])
+        .await;
+    assert_eq!(page.status, 200, "{page:?}");
+    assert!(
+        page.body
+            .contains("It calls itself “Document client” (not verified)"),
+        "{}",
+        page.body
+    );
+    assert!(
+        page.body
+            .contains("<span class=\"client\">127.0.0.1</span>")
+    );
     // ChatGPT's per-connector document: a confidential client by private_key_jwt, with a
     // jwks_uri (shared/research/hosted-clients.md §2.3): its token requests carry a client
     // assertion signed with a key of that JWKS (RFC 7523), besides PKCE.
@@ -285,6 +301,14 @@ async fn documents_that_are_not_the_clients_own_or_out_of_bounds_are_refused() {
         (site.url("/client.json").replace("https", "http"), "http"),
         (site.url("/client.json#x"), "fragment"),
         (site.url("/client.json?x=1"), "query"),
+        (
+            format!("{}\\@claude.ai/client.json", site.base),
+            "a backslash that a URL parser reads as a path",
+        ),
+        (
+            site.url("/Client.json").replace("https", "HTTPS"),
+            "not normal",
+        ),
         (site.url("/a/../client.json"), "dot segments"),
         (site.base.clone(), "no path"),
     ] {

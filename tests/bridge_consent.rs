@@ -243,10 +243,11 @@ async fn an_approval_is_remembered_for_that_client_in_that_browser_only() {
     // Another browser asks again.
     let mine = h.forget_cookie();
     assert_consent_page(&h.authorize(&client_id, &[]).await, "another browser");
-    // prompt=none with nothing approved: consent_required to the client, no page.
+    // prompt=none with nothing approved: consent_required, shown (this browser never approved
+    // the client, so its redirect URI is not trusted with even an error).
     h.forget_cookie();
     let seen = h.authorize(&client_id, &[("prompt", Some("none"))]).await;
-    seen.assert_redirected_error("consent_required", "client-state-1", "prompt=none");
+    seen.assert_page("consent_required", "prompt=none");
     // Back in the first browser, prompt=none passes.
     *h.cookie.lock().unwrap() = mine;
     let seen = h.authorize(&client_id, &[("prompt", Some("none"))]).await;
@@ -428,4 +429,66 @@ async fn no_event_makes_the_bridge_panic() {
             assert_eq!(json["error"], "invalid_request", "{json}");
         }
     }
+}
+
+/// Anyone can register a redirect URI, so an error for a client this browser never approved is
+/// shown, not sent there: otherwise the bridge's domain would redirect anywhere on request
+/// (RFC 9700 §4.11.2). The same errors go to a client this browser approved.
+#[tokio::test]
+async fn an_error_for_a_client_nobody_approved_is_shown_not_redirected() {
+    let h = Harness::new().await;
+    let evil = register(&h, json!({"redirect_uris": [EVIL_REDIRECT]})).await;
+    for (changes, code) in [
+        (
+            vec![
+                ("redirect_uri", Some(EVIL_REDIRECT)),
+                ("response_type", None),
+            ],
+            "invalid_request",
+        ),
+        (
+            vec![
+                ("redirect_uri", Some(EVIL_REDIRECT)),
+                ("scope", Some("admin")),
+            ],
+            "invalid_scope",
+        ),
+        (
+            vec![
+                ("redirect_uri", Some(EVIL_REDIRECT)),
+                ("prompt", Some("none")),
+            ],
+            "consent_required",
+        ),
+    ] {
+        let seen = h.authorize(&evil, &changes).await;
+        seen.assert_page(code, code);
+    }
+    // Approved in this browser (any scopes), the same request errs back to the client.
+    let own = h.client().await;
+    h.to_upstream(&own).await;
+    let seen = h.authorize(&own, &[("response_type", None)]).await;
+    seen.assert_redirected_error("invalid_request", "client-state-1", "approved client");
+}
+
+/// A planted cookie without the `__Host-` prefix (another host of the site, or a plain-http
+/// response, could set one) is not read by an https bridge: its approvals do not skip the page.
+#[tokio::test]
+async fn a_planted_unprefixed_cookie_grants_nothing() {
+    let h = Harness::new().await;
+    let evil = register(&h, json!({"redirect_uris": [EVIL_REDIRECT]})).await;
+    // The attacker approves their own client in their own browser and keeps the cookie.
+    let page = h
+        .authorize(&evil, &[("redirect_uri", Some(EVIL_REDIRECT))])
+        .await;
+    let approved = h.decide(&page, "approve").await;
+    assert_eq!(approved.status, 303, "{approved:?}");
+    let theirs = h.forget_cookie().unwrap();
+    // Planted in the victim's browser under the unprefixed name.
+    let planted = theirs.replacen("__Host-mcp-oauth=", "mcp-oauth=", 1);
+    *h.cookie.lock().unwrap() = Some(planted);
+    let seen = h
+        .authorize(&evil, &[("redirect_uri", Some(EVIL_REDIRECT))])
+        .await;
+    assert_consent_page(&seen, "a planted cookie");
 }

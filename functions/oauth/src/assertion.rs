@@ -20,6 +20,8 @@ use crate::error::BridgeError;
 const JWT_BEARER: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
 /// Longest an assertion may live: it is made for one request.
 const MAX_LIFETIME: Duration = Duration::from_secs(300);
+/// Clock skew allowed between the client and the bridge.
+const LEEWAY: Duration = Duration::from_secs(30);
 
 fn refused(description: impl Into<std::borrow::Cow<'static, str>>) -> BridgeError {
     BridgeError::refused("invalid_client", description)
@@ -55,7 +57,7 @@ pub(crate) async fn verify(
             issuer: client_id.to_owned(),
             resource: String::new(),
             algorithms: ALGORITHMS.to_vec(),
-            leeway: Duration::from_secs(30),
+            leeway: LEEWAY,
             max_lifetime: MAX_LIFETIME,
             require_access_token_type: false,
             tenant_claim: None,
@@ -100,16 +102,15 @@ async fn single_use(
     else {
         return Err(refused("the client assertion needs a jti"));
     };
-    let expires = claims
-        .get("exp")
-        .and_then(Value::as_u64)
-        .unwrap_or_else(now);
+    // Kept until no assertion with this jti could still be accepted: its lifetime is at
+    // most MAX_LIFETIME from now, plus the verifier's leeway on each side.
+    let expires = now() + MAX_LIFETIME.as_secs() + 2 * LEEWAY.as_secs();
     let digest = ring::digest::digest(
         &ring::digest::SHA256,
         format!("{client_id}\n{jti}").as_bytes(),
     );
     let key: String = digest.as_ref().iter().map(|b| format!("{b:02x}")).collect();
-    if bridge.store.use_assertion(&key, expires + 60).await? {
+    if bridge.store.use_assertion(&key, expires).await? {
         Ok(())
     } else {
         Err(refused("this client assertion was already used"))

@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 use http::HeaderMap;
 use lambda_http::{Body, Response};
 
-use crate::bridge::Bridge;
+use crate::bridge::{Bridge, now};
+use crate::browser::Browser;
 use crate::cimd::{Documents, is_document_url};
 use crate::clients::{self, Registration, shown};
 use crate::consent::{self, Client};
@@ -66,13 +67,17 @@ pub(crate) async fn authorize(bridge: &Bridge, query: &str, headers: &HeaderMap)
     let state = params.get("state").cloned();
     let scopes = match check_request(bridge, &params) {
         Ok(scopes) => scopes,
+        // RFC 6749 §4.1.2.1 sends such errors to the redirect URI, but anyone can register
+        // one here: only a client this browser approved gets them; for any other the bridge
+        // would be an open redirector (RFC 9700 §4.11.2), so the error is shown.
         Err(e) => {
-            return wire::redirect_error(
-                &redirect_uri,
-                &e,
-                state.as_deref(),
-                &bridge.config.issuer,
-            );
+            let trusted = Browser::from_headers(&bridge.sealer, headers, bridge.secure())
+                .is_some_and(|b| b.trusts(client_id, &redirect_uri, now()));
+            return if trusted {
+                wire::redirect_error(&redirect_uri, &e, state.as_deref(), &bridge.config.issuer)
+            } else {
+                wire::page(&e)
+            };
         }
     };
     let request = Authorization {

@@ -32,6 +32,14 @@ pub(crate) struct Bridge {
     pub(crate) documents: Documents,
 }
 
+impl Bridge {
+    /// Whether the bridge is served over https (every deployment; http only on loopback):
+    /// its cookie is then `__Host-` prefixed and Secure.
+    pub(crate) fn secure(&self) -> bool {
+        self.config.issuer.starts_with("https://")
+    }
+}
+
 pub(crate) fn now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)

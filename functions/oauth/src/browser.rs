@@ -51,17 +51,38 @@ impl Browser {
         })
     }
 
-    /// The browser whose cookie `headers` carry, if it is one this bridge sealed (under either
-    /// name: a cookie is only ever sent back to where it was set).
-    pub(crate) fn from_headers(sealer: &Sealer, headers: &HeaderMap) -> Option<Self> {
+    /// The browser whose cookie `headers` carry, if it is one this bridge sealed, under this
+    /// deployment's cookie name only: over https that is the `__Host-` name, which no other
+    /// host, path or plain-http response can set. (Accepting the unprefixed name there would
+    /// let a sibling host or a network attacker plant a cookie holding its own approvals.)
+    pub(crate) fn from_headers(sealer: &Sealer, headers: &HeaderMap, secure: bool) -> Option<Self> {
         headers
             .get_all(COOKIE)
             .iter()
             .filter_map(|value| value.to_str().ok())
             .flat_map(|value| value.split(';'))
             .filter_map(|pair| pair.trim().split_once('='))
-            .filter(|(name, _)| *name == cookie_name(true) || *name == cookie_name(false))
+            .filter(|(name, _)| *name == cookie_name(secure))
             .find_map(|(_, value)| sealer.open::<Self>(Purpose::Browser, value.trim()))
+    }
+
+    /// Whether this browser approved `client_id` sending codes to `redirect_uri`, for any
+    /// scopes: only then may an error be sent to that redirect URI rather than shown (anyone
+    /// can register a redirect URI; RFC 9700 §4.11.2).
+    pub(crate) fn trusts(&self, client_id: &str, redirect_uri: &str, now: u64) -> bool {
+        self.approved(&redirect_key(client_id, redirect_uri), now)
+    }
+
+    /// Remembers the approval of `client_id`, `redirect_uri` and `scopes`.
+    pub(crate) fn approve_client(
+        &mut self,
+        client_id: &str,
+        redirect_uri: &str,
+        scopes: &[String],
+        now: u64,
+    ) {
+        self.approve(approval_key(client_id, redirect_uri, scopes), now);
+        self.approve(redirect_key(client_id, redirect_uri), now);
     }
 
     pub(crate) fn id(&self) -> &str {
@@ -104,13 +125,31 @@ impl Browser {
 /// asks for more, or for another of its redirect URIs, asks the user again. Hashed, so the
 /// cookie stays small whatever the client id's length.
 pub(crate) fn approval_key(client_id: &str, redirect_uri: &str, scopes: &[String]) -> String {
-    let redirect = match loopback_parts(redirect_uri) {
-        Some((host, _port, rest)) => format!("http://{host}{rest}"),
-        None => redirect_uri.to_owned(),
-    };
     let mut scopes = scopes.to_vec();
     scopes.sort();
-    let text = format!("{client_id}\n{redirect}\n{}", scopes.join(" "));
+    hashed(&format!(
+        "{client_id}\n{}\nscopes {}",
+        without_loopback_port(redirect_uri),
+        scopes.join(" ")
+    ))
+}
+
+/// What [`Browser::trusts`] looks for: this client and redirect URI approved, whatever scopes.
+fn redirect_key(client_id: &str, redirect_uri: &str) -> String {
+    hashed(&format!(
+        "{client_id}\n{}\nredirects",
+        without_loopback_port(redirect_uri)
+    ))
+}
+
+fn without_loopback_port(redirect_uri: &str) -> String {
+    match loopback_parts(redirect_uri) {
+        Some((host, _port, rest)) => format!("http://{host}{rest}"),
+        None => redirect_uri.to_owned(),
+    }
+}
+
+fn hashed(text: &str) -> String {
     let digest = ring::digest::digest(&ring::digest::SHA256, text.as_bytes());
     URL_SAFE_NO_PAD.encode(&digest.as_ref()[..16])
 }
@@ -144,16 +183,23 @@ mod tests {
         }
         assert!(!set.contains("Domain"), "{set}");
         let value = set.split(';').next().unwrap();
-        let back = Browser::from_headers(&s, &headers(&format!("other=1; {value}; x=y"))).unwrap();
+        let back =
+            Browser::from_headers(&s, &headers(&format!("other=1; {value}; x=y")), true).unwrap();
         assert_eq!(back.id(), browser.id());
         assert!(back.approved(&approval_key("c", "https://a.example/cb", &[]), 101));
         // Another deployment's key, a changed value, another purpose: no browser.
-        assert!(Browser::from_headers(&sealer(2), &headers(value)).is_none());
+        assert!(Browser::from_headers(&sealer(2), &headers(value), true).is_none());
         let tampered = format!("{}A", value.trim_end_matches('A'));
-        assert!(Browser::from_headers(&s, &headers(&tampered)).is_none());
+        assert!(Browser::from_headers(&s, &headers(&tampered), true).is_none());
         let other = s.seal(Purpose::Consent, &browser).unwrap();
         let other = format!("__Host-mcp-oauth={other}");
-        assert!(Browser::from_headers(&s, &headers(&other)).is_none());
+        assert!(Browser::from_headers(&s, &headers(&other), true).is_none());
+        // Over https the unprefixed name, which another host or plain http could set, is not
+        // read, whatever it holds; over http on loopback only it is.
+        let unprefixed = value.replacen("__Host-mcp-oauth=", "mcp-oauth=", 1);
+        assert!(Browser::from_headers(&s, &headers(&unprefixed), true).is_none());
+        assert!(Browser::from_headers(&s, &headers(&unprefixed), false).is_some());
+        assert!(Browser::from_headers(&s, &headers(value), false).is_none());
         // Over http on loopback the cookie has no prefix and no Secure.
         let local = browser.set_cookie(&s, false).unwrap();
         assert!(

@@ -344,6 +344,15 @@ fn parse_client_id(client_id: &str, allow_loopback: bool) -> Result<Url, &'stati
     if path.split('/').any(|s| s == "." || s == "..") {
         return Err("it has dot segments");
     }
+    // The client id is shown on the consent page and compared as a string: it must be an
+    // RFC 3986 URI exactly as a URL parser reads it, so that what a person reads is where the
+    // document is (`https://evil.example\@claude.ai/x` is evil.example to a browser).
+    if iri_string::types::UriAbsoluteStr::new(client_id).is_err() {
+        return Err("not a valid absolute URI (RFC 3986)");
+    }
+    if url.as_str() != client_id {
+        return Err("not in its normal form (as a URL parser writes it)");
+    }
     check_url(&url, allow_loopback)?;
     Ok(url)
 }
@@ -497,6 +506,14 @@ mod tests {
             (
                 "https://169.254.169.254/latest/meta-data",
                 "not a public address",
+            ),
+            (
+                "https://evil.example\\@claude.ai/client.json",
+                "not a valid absolute URI (RFC 3986)",
+            ),
+            (
+                "https://App.Example.com/client.json",
+                "not in its normal form (as a URL parser writes it)",
             ),
         ] {
             assert_eq!(parse_client_id(bad, false).err(), Some(why), "{bad}");

@@ -78,7 +78,7 @@ pub(crate) async fn ask(
     let issuer = &bridge.config.issuer;
     let (redirect_uri, state) = (request.redirect_uri.clone(), request.state.clone());
     let fail = |e: BridgeError| wire::redirect_error(&redirect_uri, &e, state.as_deref(), issuer);
-    let browser = match Browser::from_headers(&bridge.sealer, headers) {
+    let browser = match Browser::from_headers(&bridge.sealer, headers, bridge.secure()) {
         Some(browser) => browser,
         None => match Browser::new(&bridge.sealer) {
             Ok(browser) => browser,
@@ -95,10 +95,17 @@ pub(crate) async fn ask(
         };
     }
     if prompts.contains(&"none") {
-        return fail(BridgeError::refused(
+        let error = BridgeError::refused(
             "consent_required",
             "this application has not been approved in this browser; sign in without prompt=none",
-        ));
+        );
+        // Sent to the client only if this browser approved it before (for other scopes):
+        // anyone can register a redirect URI (RFC 9700 §4.11.2).
+        return if browser.trusts(&request.client_id, &request.redirect_uri, now()) {
+            fail(error)
+        } else {
+            wire::page(&error)
+        };
     }
     let pending = Pending {
         request,
@@ -137,7 +144,7 @@ pub(crate) async fn decide(bridge: &Bridge, headers: &HeaderMap, body: &[u8]) ->
     }
     // The CSRF check: the sealed form names the browser that was shown it, and only that
     // browser's cookie (never sent with a cross-site POST: SameSite=Lax) matches it.
-    let Some(mut browser) = Browser::from_headers(&bridge.sealer, headers)
+    let Some(mut browser) = Browser::from_headers(&bridge.sealer, headers, bridge.secure())
         .filter(|browser| same(browser.id(), &pending.browser))
     else {
         return wire::page(&BridgeError::refused(
@@ -150,8 +157,10 @@ pub(crate) async fn decide(bridge: &Bridge, headers: &HeaderMap, body: &[u8]) ->
     let issuer = &bridge.config.issuer;
     match params.get("decision").map(String::as_str) {
         Some("approve") => {
-            browser.approve(
-                approval_key(&request.client_id, &request.redirect_uri, &request.scopes),
+            browser.approve_client(
+                &request.client_id,
+                &request.redirect_uri,
+                &request.scopes,
                 now(),
             );
             let (redirect_uri, state) = (request.redirect_uri.clone(), request.state.clone());
@@ -194,7 +203,14 @@ fn same_origin(bridge: &Bridge, headers: &HeaderMap) -> Result<(), BridgeError> 
 }
 
 fn with_cookie(bridge: &Bridge, mut response: Response<Body>, browser: &Browser) -> Response<Body> {
-    let secure = bridge.config.issuer.starts_with("https://");
+    let secure = bridge.secure();
+    if secure {
+        // The cookie is Secure; the browser should never come here over http at all.
+        response.headers_mut().insert(
+            http::header::STRICT_TRANSPORT_SECURITY,
+            HeaderValue::from_static("max-age=31536000"),
+        );
+    }
     if let Ok(cookie) = browser.set_cookie(&bridge.sealer, secure)
         && let Ok(value) = HeaderValue::from_str(&cookie)
     {
@@ -259,14 +275,21 @@ fn render(bridge: &Bridge, client: &Client<'_>, request: &Authorization, sealed:
         .ok()
         .and_then(|u| u.host_str().map(str::to_owned))
         .unwrap_or_default();
-    // The identity line is HTML: only the client id in it came from the client, escaped.
+    // The identity line is HTML: what in it came from the client (its id, host and name) is
+    // escaped.
     let (name, identity) = if client.by_document {
+        // What is verified is where the document is: its host is the heading; the name the
+        // document gives itself is shown as its own claim.
+        let claim = declared.map_or(String::new(), |n| {
+            format!(" It calls itself “{}” (not verified).", wire::escape(n))
+        });
         (
-            declared.unwrap_or(&document_host).to_owned(),
+            document_host.clone(),
             format!(
                 "Identified by its metadata document at {} (verified: the document is served \
-                 by that host).",
-                wire::escape(&request.client_id)
+                 by {}).{claim}",
+                wire::escape(&request.client_id),
+                wire::escape(&document_host)
             ),
         )
     } else {

@@ -135,7 +135,7 @@ pub(crate) async fn callback(
     // The answer must come back to the browser that approved (MCP Security Best Practices,
     // consent: the state is bound to the user's browser), and only once: a copied callback
     // URL is worth nothing elsewhere or later.
-    let same_browser = Browser::from_headers(&bridge.sealer, headers)
+    let same_browser = Browser::from_headers(&bridge.sealer, headers, bridge.secure())
         .is_some_and(|browser| same(browser.id(), &sign_in.browser));
     if !same_browser {
         return wire::page(&BridgeError::refused(

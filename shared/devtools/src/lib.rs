@@ -5,3 +5,10 @@
 
 pub mod doctor;
 pub mod replicas;
+
+/// Writes `text` to stdout. A reader that goes away early (`| head`) is not an error of
+/// ours: the write stops quietly instead of panicking as `print!` does on a closed pipe.
+pub fn say(text: &str) {
+    use std::io::Write as _;
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+}

@@ -29,7 +29,7 @@ async fn main() -> ExitCode {
             },
             "--no-register" => register = false,
             "--help" | "-h" => {
-                println!("{USAGE}");
+                devtools::say(&format!("{USAGE}\n"));
                 return ExitCode::SUCCESS;
             }
             a if a.starts_with("--") => return usage(&format!("unknown option {a}")),
@@ -41,7 +41,7 @@ async fn main() -> ExitCode {
         return usage("the MCP URL is missing");
     };
     let report = devtools::doctor::diagnose(&url, timeout, register).await;
-    print!("{}", report.render());
+    devtools::say(&report.render());
     if report.hosted_clients_connect() {
         ExitCode::SUCCESS
     } else {

@@ -20,11 +20,11 @@ fn main() -> ExitCode {
         .as_slice()
     {
         ["--json"] => {
-            println!("{:#}", devtools::replicas::as_json());
+            devtools::say(&format!("{:#}\n", devtools::replicas::as_json()));
             ExitCode::SUCCESS
         }
         ["--help" | "-h"] => {
-            println!("{USAGE}");
+            devtools::say(&format!("{USAGE}\n"));
             ExitCode::SUCCESS
         }
         _ => {

@@ -15,26 +15,13 @@ import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 
 import {
-  ISSUER, MCP_URL, actAsUser, callbackListener, checkAuthorizationResponse, closeBrowser, launchBrowser, remember,
+  ISSUER, MCP_URL, actAsUser, callbackListener, checkAuthorizationResponse, closeBrowser, launchBrowser,
+  registerPublicClient, remember,
 } from './oauth_kit.mjs';
 
 const metadata = await (await fetch(`${ISSUER}/.well-known/oauth-authorization-server`)).json();
 
-async function register(name, redirectUri) {
-  const response = await fetch(metadata.registration_endpoint, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({
-      client_name: name,
-      redirect_uris: [redirectUri],
-      grant_types: ['authorization_code', 'refresh_token'],
-      token_endpoint_auth_method: 'none',
-    }),
-  });
-  const text = await response.text();
-  assert.equal(response.status, 201, text);
-  return JSON.parse(text).client_id;
-}
+const register = (name, redirectUri) => registerPublicClient(metadata, name, redirectUri);
 
 function authorizationUrl(clientId, redirectUri, state) {
   const verifier = randomBytes(32).toString('base64url');

@@ -12,7 +12,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 
-import { ISSUER, MCP_URL, actAsUser, closeBrowser, freePort, launchBrowser } from './oauth_kit.mjs';
+import {
+  ISSUER, MCP_URL, actAsUser, closeBrowser, freePort, launchBrowser, registerPublicClient,
+} from './oauth_kit.mjs';
 
 const SUITE = 'node_modules/@modelcontextprotocol/conformance/dist/index.js';
 
@@ -62,20 +64,7 @@ async function scenario(name, args, onUrl) {
 const metadata = await (await fetch(`${ISSUER}/.well-known/oauth-authorization-server`)).json();
 const port = await freePort();
 const callback = `http://127.0.0.1:${port}/callback`;
-const registered = await fetch(metadata.registration_endpoint, {
-  method: 'POST',
-  headers: { 'content-type': 'application/json' },
-  body: JSON.stringify({
-    client_name: 'MCP conformance suite',
-    redirect_uris: [callback],
-    grant_types: ['authorization_code', 'refresh_token'],
-    response_types: ['code'],
-    token_endpoint_auth_method: 'none',
-  }),
-});
-const registeredText = await registered.text();
-assert.equal(registered.status, 201, registeredText);
-const { client_id: clientId } = JSON.parse(registeredText);
+const clientId = await registerPublicClient(metadata, 'MCP conformance suite', callback);
 
 const browser = await launchBrowser();
 try {

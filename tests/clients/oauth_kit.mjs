@@ -234,6 +234,25 @@ export async function signIn(context, authorizationUrl, options) {
   }
 }
 
+// Registers a public client (DCR, RFC 7591) at the authorization server whose `metadata` is
+// given, as MCP clients do; its client_id.
+export async function registerPublicClient(metadata, name, redirectUri) {
+  const response = await fetch(metadata.registration_endpoint, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      client_name: name,
+      redirect_uris: [redirectUri],
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'none',
+    }),
+  });
+  const text = await response.text();
+  assert.equal(response.status, 201, text);
+  return JSON.parse(text).client_id;
+}
+
 // A port on 127.0.0.1 nobody listens on, for a client's own callback listener.
 export function freePort() {
   return new Promise((resolve) => {

@@ -28,7 +28,7 @@ use crate::error::BridgeError;
 
 /// Largest document read (the draft suggests 5 kilobytes).
 const MAX_BYTES: usize = 5 * 1024;
-/// Documents kept per sandbox.
+/// Documents (and clients' JWKS) kept per sandbox.
 const CACHE_ENTRIES: usize = 256;
 const MAX_URL_LEN: usize = 512;
 /// Largest JWKS read: a few keys.
@@ -44,9 +44,50 @@ pub(crate) struct Documents {
     allow_loopback: bool,
     fresh_for: Duration,
     stale_for: Duration,
-    cache: Mutex<HashMap<String, (Instant, Registration)>>,
+    documents: Kept<Registration>,
     /// Clients' JWKS (`private_key_jwt`), by URL.
-    keys: Mutex<HashMap<String, (Instant, Vec<u8>)>>,
+    keys: Kept<Vec<u8>>,
+}
+
+/// What was fetched, by URL, with when: at most [`CACHE_ENTRIES`]; when full, what is older
+/// than the longest anything is used goes first, then the oldest.
+struct Kept<T> {
+    entries: Mutex<HashMap<String, (Instant, T)>>,
+    stale_for: Duration,
+}
+
+impl<T: Clone> Kept<T> {
+    fn new(stale_for: Duration) -> Self {
+        Self {
+            entries: Mutex::new(HashMap::new()),
+            stale_for,
+        }
+    }
+
+    /// The value kept for `url`, if it was fetched less than `max_age` ago.
+    fn get(&self, url: &str, max_age: Duration) -> Option<T> {
+        let entries = self.entries.lock().ok()?;
+        let (at, value) = entries.get(url)?;
+        (at.elapsed() < max_age).then(|| value.clone())
+    }
+
+    fn keep(&self, url: &str, value: &T) {
+        let Ok(mut entries) = self.entries.lock() else {
+            return;
+        };
+        if entries.len() >= CACHE_ENTRIES {
+            entries.retain(|_, (at, _)| at.elapsed() < self.stale_for);
+        }
+        if entries.len() >= CACHE_ENTRIES
+            && let Some(oldest) = entries
+                .iter()
+                .min_by_key(|(_, (at, _))| *at)
+                .map(|(k, _)| k.clone())
+        {
+            entries.remove(&oldest);
+        }
+        entries.insert(url.to_owned(), (Instant::now(), value.clone()));
+    }
 }
 
 fn refused(description: String) -> BridgeError {
@@ -72,8 +113,8 @@ impl Documents {
             allow_loopback,
             fresh_for: config.fresh_for,
             stale_for: config.stale_for,
-            cache: Mutex::new(HashMap::new()),
-            keys: Mutex::new(HashMap::new()),
+            documents: Kept::new(config.stale_for),
+            keys: Kept::new(config.stale_for),
         })
     }
 
@@ -82,7 +123,7 @@ impl Documents {
     /// less than `stale_for` old is used instead; a document that answers but is no longer
     /// valid is believed at once.
     pub(crate) async fn resolve(&self, url: &str) -> Result<Registration, BridgeError> {
-        if let Some(found) = self.cached(url, self.fresh_for) {
+        if let Some(found) = self.documents.get(url, self.fresh_for) {
             return Ok(found);
         }
         let parsed = parse_client_id(url, self.allow_loopback).map_err(|why| {
@@ -91,10 +132,13 @@ impl Documents {
                 shown(url)
             ))
         })?;
-        let body = match self.fetch(parsed, url).await {
+        let body = match self
+            .fetch_bounded(parsed, "metadata document", url, MAX_BYTES)
+            .await
+        {
             Ok(body) => body,
             Err(e) => {
-                return match self.cached(url, self.stale_for) {
+                return match self.documents.get(url, self.stale_for) {
                     Some(kept) => {
                         tracing::warn!(
                             client_id = %shown(url),
@@ -107,39 +151,14 @@ impl Documents {
             }
         };
         let registration = registration_from(&body, url)?;
-        self.keep(url, &registration);
+        self.documents.keep(url, &registration);
         Ok(registration)
-    }
-
-    fn cached(&self, url: &str, max_age: Duration) -> Option<Registration> {
-        let cache = self.cache.lock().ok()?;
-        let (at, registration) = cache.get(url)?;
-        (at.elapsed() < max_age).then(|| registration.clone())
-    }
-
-    fn keep(&self, url: &str, registration: &Registration) {
-        let Ok(mut cache) = self.cache.lock() else {
-            return;
-        };
-        if cache.len() >= CACHE_ENTRIES {
-            cache.retain(|_, (at, _)| at.elapsed() < self.stale_for);
-        }
-        if cache.len() >= CACHE_ENTRIES
-            && let Some(oldest) = cache
-                .iter()
-                .min_by_key(|(_, (at, _))| *at)
-                .map(|(k, _)| k.clone())
-        {
-            cache.remove(&oldest);
-        }
-        cache.insert(url.to_owned(), (Instant::now(), registration.clone()));
     }
 
     /// The JWKS at `jwks_uri` (a client's keys, named by its document), fetched as documents
     /// are; kept as documents are.
     pub(crate) async fn keys(&self, jwks_uri: &str) -> Result<Vec<u8>, BridgeError> {
-        let key = format!("jwks {jwks_uri}");
-        if let Some(found) = self.cached_keys(&key, self.fresh_for) {
+        if let Some(found) = self.keys.get(jwks_uri, self.fresh_for) {
             return Ok(found);
         }
         let url = Url::parse(jwks_uri)
@@ -151,35 +170,15 @@ impl Documents {
             .await
         {
             Ok(body) => {
-                self.keep_keys(&key, &body);
+                self.keys.keep(jwks_uri, &body);
                 Ok(body)
             }
-            Err(e) => self.cached_keys(&key, self.stale_for).ok_or(e),
+            Err(e) => self.keys.get(jwks_uri, self.stale_for).ok_or(e),
         }
     }
 
-    fn cached_keys(&self, key: &str, max_age: Duration) -> Option<Vec<u8>> {
-        let cache = self.keys.lock().ok()?;
-        let (at, body) = cache.get(key)?;
-        (at.elapsed() < max_age).then(|| body.clone())
-    }
-
-    fn keep_keys(&self, key: &str, body: &[u8]) {
-        if let Ok(mut cache) = self.keys.lock() {
-            if cache.len() >= CACHE_ENTRIES {
-                cache.clear();
-            }
-            cache.insert(key.to_owned(), (Instant::now(), body.to_vec()));
-        }
-    }
-
-    /// The document's bytes; `Err` when it could not be had (the error the client sees).
-    async fn fetch(&self, url: Url, client_id: &str) -> Result<Vec<u8>, BridgeError> {
-        self.fetch_bounded(url, "metadata document", client_id, MAX_BYTES)
-            .await
-    }
-
-    /// `what` at `url` (named `shown` to the client), at most `max_bytes`, or why not.
+    /// `what` at `url` (named `shown_url` to the client), at most `max_bytes`; `Err` when it
+    /// could not be had (the error the client sees).
     async fn fetch_bounded(
         &self,
         url: Url,
@@ -202,7 +201,7 @@ impl Documents {
             .map_err(|e| unreachable(describe(&e)))?;
         if response.status().is_redirection() {
             return Err(unreachable(format!(
-                "it redirected (HTTP {}); a client metadata document is served at its own URL",
+                "it redirected (HTTP {}); it must be served at its own URL",
                 response.status().as_u16()
             )));
         }

@@ -66,26 +66,15 @@ struct SignIn {
     exp: u64,
 }
 
-/// An authorization code, sealed: everything the token endpoint needs, and a `jti` whose
-/// single use the table enforces.
+/// An authorization code, sealed: the checked request it answers (with the scopes granted,
+/// not those asked, and without the client's `state`, which went back with the code), the
+/// user, and a `jti` whose single use the table enforces.
 #[derive(Serialize, Deserialize)]
 pub(crate) struct Code {
+    #[serde(flatten)]
+    pub(crate) request: Authorization,
     #[serde(rename = "j")]
     pub(crate) jti: String,
-    #[serde(rename = "c")]
-    pub(crate) client_id: String,
-    #[serde(rename = "r")]
-    pub(crate) redirect_uri: String,
-    #[serde(rename = "rg")]
-    pub(crate) redirect_uri_given: bool,
-    #[serde(rename = "cc")]
-    pub(crate) code_challenge: String,
-    #[serde(rename = "s")]
-    pub(crate) scopes: Vec<String>,
-    #[serde(rename = "rt", default)]
-    pub(crate) refresh: bool,
-    #[serde(rename = "k", default, skip_serializing_if = "Option::is_none")]
-    pub(crate) jwks_uri: Option<String>,
     pub(crate) sub: String,
     #[serde(rename = "t")]
     pub(crate) tenant: String,
@@ -199,14 +188,12 @@ pub(crate) async fn callback(
         bridge.sealer.seal(
             Purpose::Code,
             &Code {
+                request: Authorization {
+                    scopes,
+                    state: None,
+                    ..request.clone()
+                },
                 jti: bridge.sealer.random_token(16)?,
-                client_id: request.client_id.clone(),
-                redirect_uri: request.redirect_uri.clone(),
-                redirect_uri_given: request.redirect_uri_given,
-                code_challenge: request.code_challenge.clone(),
-                scopes,
-                refresh: request.refresh,
-                jwks_uri: request.jwks_uri.clone(),
                 sub: subject,
                 tenant,
                 exp: now() + bridge.config.lifetimes.code.as_secs(),

@@ -107,28 +107,29 @@ async fn code_grant(
             "the authorization code has expired",
         ));
     }
-    if code.client_id != client_id {
+    let request = &code.request;
+    if request.client_id != client_id {
         return Err(BridgeError::invalid_grant(
             "the authorization code was issued to another client",
         ));
     }
     // OAuth 2.1 §4.1.3: the same redirect URI as the authorization request, if it had one.
     match params.get("redirect_uri") {
-        Some(uri) if uri == &code.redirect_uri => {}
-        None if !code.redirect_uri_given => {}
+        Some(uri) if uri == &request.redirect_uri => {}
+        None if !request.redirect_uri_given => {}
         _ => {
             return Err(BridgeError::invalid_grant(
                 "redirect_uri differs from the authorization request's",
             ));
         }
     }
-    if let Some(jwks_uri) = &code.jwks_uri {
+    if let Some(jwks_uri) = &request.jwks_uri {
         crate::assertion::verify(bridge, params, client_id, jwks_uri).await?;
     }
     let verifier = params
         .get("code_verifier")
         .ok_or_else(|| BridgeError::invalid_request("code_verifier is required (PKCE)"))?;
-    if !valid_verifier(verifier) || !same(&s256(verifier), &code.code_challenge) {
+    if !valid_verifier(verifier) || !same(&s256(verifier), &request.code_challenge) {
         return Err(BridgeError::invalid_grant("PKCE verification failed"));
     }
     let family = bridge.sealer.random_token(16)?;
@@ -144,20 +145,20 @@ async fn code_grant(
     }
     // RFC 7591 §2: a client that did not register the refresh token grant gets none, and
     // no family is started for it.
-    if code.refresh {
+    if request.refresh {
         bridge.store.start_family(&family, family_end).await?;
     }
     let refresh = Refresh {
         family,
         generation: 0,
         client_id: client_id.to_owned(),
-        scopes: code.scopes.clone(),
+        scopes: request.scopes.clone(),
         sub: code.sub,
         tenant: code.tenant,
         exp: family_end,
-        jwks_uri: code.jwks_uri,
+        jwks_uri: code.request.jwks_uri,
     };
-    issue(bridge, &refresh, &code.scopes, code.refresh).await
+    issue(bridge, &refresh, &refresh.scopes, code.request.refresh).await
 }
 
 async fn refresh_grant(

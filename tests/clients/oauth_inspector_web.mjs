@@ -71,14 +71,22 @@ try {
   await page.getByText('Tools (9)').waitFor({ timeout: 15000 });
   await page.getByText('Query events', { exact: true }).click();
   await page.getByRole('button', { name: 'Execute Tool' }).click();
-  await page.getByText('Results', { exact: true }).waitFor({ timeout: 30000 });
+  try {
+    await page.getByText('Results', { exact: true }).waitFor({ timeout: 30000 });
+  } catch (e) {
+    // What the user would see instead (an error toast, a sign-in page the Inspector sent
+    // the tab to): the difference between a refused refresh and a slow call.
+    const seen = (await page.locator('body').innerText().catch(() => '')).slice(0, 1500);
+    console.error(`no result on screen; the tab is at ${page.url()} and shows:\n${seen}`);
+    throw e;
+  }
   // The result editor renders the visible lines of the JSON; every event id on screen must be
   // bob's tenant's.
   await page.waitForFunction(() => /"id": \d+/.test(document.body.innerText), null, { timeout: 15000 });
   const ids = [...new Set([...(await page.locator('body').innerText()).matchAll(/"id": (\d+)/g)].map((m) => Number(m[1])))];
   assert.ok(ids.length > 0);
   assert.deepEqual(tenantsOf(ids), ['tenant-b']);
-  console.log(`mcp inspector web ui (browser OAuth, no token pasted): connected, 6 tools, query_events shows ${ids.length} events of tenant-b`);
+  console.log(`mcp inspector web ui (browser OAuth, no token pasted): connected, 9 tools, query_events shows ${ids.length} events of tenant-b`);
 } finally {
   await closeBrowser(browser);
   inspector.kill();

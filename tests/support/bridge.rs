@@ -220,6 +220,7 @@ impl Harness {
                 refresh_token: std::time::Duration::from_secs(86_400),
                 code: std::time::Duration::from_secs(60),
                 sign_in: std::time::Duration::from_secs(600),
+                refresh_reuse: oauth::config::REFRESH_REUSE,
             },
             cimd: oauth::config::CimdConfig {
                 allow_loopback: false,

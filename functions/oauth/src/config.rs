@@ -74,6 +74,11 @@ pub struct UpstreamConfig {
     pub timeout: Duration,
 }
 
+/// The reuse window of a rotated refresh token (see [`Lifetimes::refresh_reuse`]): short
+/// enough that a copied token is still caught (RFC 9700 §4.14.2) unless it is used within
+/// seconds of the rotation, as the grace periods of hosted authorization servers do.
+pub const REFRESH_REUSE: Duration = Duration::from_secs(10);
+
 /// How long each thing the bridge hands out stays good.
 #[derive(Debug, Clone, Copy)]
 pub struct Lifetimes {
@@ -86,6 +91,10 @@ pub struct Lifetimes {
     pub code: Duration,
     /// The sealed `state` of a sign-in at the upstream (10 minutes).
     pub sign_in: Duration,
+    /// How long after a rotation the refresh token it replaced is still honoured (10 s):
+    /// clients refresh from concurrent requests that met the same expired token, and a
+    /// second refresh with the token the first just rotated is theirs, not a thief's.
+    pub refresh_reuse: Duration,
 }
 
 impl Config {
@@ -128,6 +137,7 @@ impl Config {
             )?,
             code: Duration::from_secs(60),
             sign_in: Duration::from_secs(600),
+            refresh_reuse: REFRESH_REUSE,
         };
         if lifetimes.access_token.is_zero() || lifetimes.access_token > Duration::from_secs(3600) {
             bail!("OAUTH_ACCESS_TOKEN_TTL_SECS must be between 1 and 3600");

@@ -10,13 +10,16 @@
 //! - `state#<jti>`: written when the upstream answers a sign-in, on the same condition: a
 //!   sealed `state` completes one sign-in, however often the browser brings it back.
 //! - `assertion#<hash>`: a client assertion's `jti` (RFC 7523 §3, item 7), used once.
-//! - `family#<id>`: the generation of the family's current refresh token. A rotation moves
-//!   it on conditionally; presenting an older generation means the token was copied, and
-//!   the whole family is revoked (RFC 9700 §4.14.2, refresh token rotation).
+//! - `family#<id>`: the generation of the family's current refresh token and when it was
+//!   last rotated. A rotation moves it on conditionally; presenting an older generation
+//!   means the token was copied, and the whole family is revoked (RFC 9700 §4.14.2,
+//!   refresh token rotation), unless it is the generation just replaced, presented within
+//!   seconds of its rotation: a client refreshing from two requests at once.
 
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::SdkError;
-use aws_sdk_dynamodb::types::AttributeValue;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 
 use crate::error::BridgeError;
 
@@ -30,6 +33,9 @@ pub(crate) struct Store {
 pub(crate) enum Rotation {
     /// The presented generation was current; the family moved on to the next.
     Rotated,
+    /// The presented generation was rotated out within the reuse window: the family stays
+    /// at the generation that rotation made current.
+    Concurrent,
     /// The family is revoked, unknown or past its generation: refuse.
     Refused,
 }
@@ -146,36 +152,59 @@ impl Store {
     }
 
     /// Moves `family` from `generation` to the next one, if `generation` is current and the
-    /// family is not revoked. An older generation revokes the family.
+    /// family is not revoked. The generation just replaced, presented again within `reuse`
+    /// of its rotation, is [`Rotation::Concurrent`]; any other older generation revokes the
+    /// family.
     pub(crate) async fn rotate(
         &self,
         family: &str,
         generation: u64,
         expires_at: u64,
+        reuse: std::time::Duration,
     ) -> Result<Rotation, BridgeError> {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
         let update = self
             .client
             .update_item()
             .table_name(&self.table)
             .key("pk", s(format!("family#{family}")))
-            .update_expression("SET generation = :next")
+            .update_expression("SET generation = :next, rotated_at = :now")
             .condition_expression(
                 "attribute_exists(pk) AND generation = :current AND attribute_not_exists(revoked)",
             )
             .expression_attribute_values(":current", n(generation))
             .expression_attribute_values(":next", n(generation + 1))
+            .expression_attribute_values(":now", n(now))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
             .await;
-        match update {
-            Ok(_) => Ok(Rotation::Rotated),
-            Err(SdkError::ServiceError(e)) if e.err().is_conditional_check_failed_exception() => {
-                // Reuse of a rotated-out token, or a revoked family: either way, nobody
-                // refreshes in this family again.
-                self.revoke(family, expires_at).await?;
-                Ok(Rotation::Refused)
-            }
-            Err(e) => Err(unavailable("rotate family")(e)),
+        let failed = match update {
+            Ok(_) => return Ok(Rotation::Rotated),
+            Err(SdkError::ServiceError(e)) => match e.into_err() {
+                UpdateItemError::ConditionalCheckFailedException(failed) => failed,
+                e => return Err(unavailable("rotate family")(e)),
+            },
+            Err(e) => return Err(unavailable("rotate family")(e)),
+        };
+        let number = |name| match failed.item().and_then(|item| item.get(name)) {
+            Some(AttributeValue::N(v)) => v.parse::<u64>().ok(),
+            _ => None,
+        };
+        let revoked = failed
+            .item()
+            .is_none_or(|item| item.contains_key("revoked"));
+        if !revoked
+            && number("generation") == Some(generation + 1)
+            && number("rotated_at").is_some_and(|at| now < at + reuse.as_secs())
+        {
+            return Ok(Rotation::Concurrent);
         }
+        // Reuse of a rotated-out token, or a revoked family: either way, nobody refreshes
+        // in this family again.
+        self.revoke(family, expires_at).await?;
+        Ok(Rotation::Refused)
     }
 
     async fn revoke(&self, family: &str, expires_at: u64) -> Result<(), BridgeError> {

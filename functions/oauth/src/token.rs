@@ -203,10 +203,17 @@ async fn refresh_grant(
     };
     match bridge
         .store
-        .rotate(&refresh.family, refresh.generation, refresh.exp)
+        .rotate(
+            &refresh.family,
+            refresh.generation,
+            refresh.exp,
+            bridge.config.lifetimes.refresh_reuse,
+        )
         .await?
     {
-        Rotation::Rotated => {}
+        // Either way the caller gets the generation after the one it presented: a client
+        // that refreshed twice at once holds two equal tokens.
+        Rotation::Rotated | Rotation::Concurrent => {}
         Rotation::Refused => {
             return Err(BridgeError::invalid_grant(
                 "the refresh token was already used or revoked; sign in again",

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::support::auth::{claims, keys};
 use crate::support::aws::{dynamodb, table};
 use crate::support::db::{TestDb, app_recording_metrics, call, fixture, ok};
-use crate::support::http::Answer;
+use crate::support::http::{Answer, post_json, send};
 
 /// A day-long window: a test never straddles two windows unless it runs across midnight UTC.
 fn limits(table: &str) -> LimitsConfig {
@@ -45,13 +45,21 @@ fn token_for(sub: &str, tenant: &str) -> String {
     keys().rsa.sign(&c)
 }
 
-/// Asserts a 429 for `limit` and returns the seconds it says to wait.
-fn assert_limited(a: &Answer, limit: &str) -> u64 {
+/// Asserts a 429 for `counter` and returns the seconds it says to wait.
+fn assert_limited(a: &Answer, counter: &str) -> u64 {
     let message = a.assert_error(429, -32600);
     let data = &a.body["error"]["data"];
     assert_eq!(data["code"], "rate_limited", "{a:?}");
-    assert_eq!(data["limit"], limit, "{a:?}");
+    assert_eq!(data["counter"], counter, "{a:?}");
+    // The rate-limit SEP's draft fields: the wait in milliseconds, the limit, none left.
+    assert!(data["limit"].as_u64().unwrap() >= 1, "{a:?}");
+    assert_eq!(data["remaining"], 0, "{a:?}");
     let secs = data["retry_after_secs"].as_u64().unwrap();
+    let ms = data["retryAfterMs"].as_u64().unwrap();
+    assert!(
+        ms <= secs * 1000 && ms > (secs - 1) * 1000,
+        "{ms} ms, {secs} s"
+    );
     assert_eq!(a.header("retry-after"), Some(secs.to_string().as_str()));
     assert!((1..=86_400).contains(&secs), "{secs}");
     assert!(
@@ -165,4 +173,99 @@ async fn an_unreachable_table_lets_calls_run_and_says_so_in_the_metrics() {
         assert_eq!(metric["RateLimitUnchecked"], 1, "{metric}");
         assert_eq!(metric["RateLimited"], 0, "{metric}");
     }
+}
+
+/// One JSON-RPC request of `method` by `token` in 2025-11-25, or a 2025-03-26 batch when
+/// `body` is an array.
+async fn rpc(app: &App, token: &str, version: &str, body: Value) -> Answer {
+    let bearer = format!("Bearer {token}");
+    send(
+        app,
+        post_json(
+            &body,
+            &[
+                ("authorization", bearer.as_str()),
+                ("mcp-protocol-version", version),
+            ],
+        ),
+    )
+    .await
+}
+
+fn request(method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+}
+
+#[tokio::test]
+async fn every_read_counts_resources_prompts_and_completions_batches_included() {
+    let moto = crate::support::aws::moto_url();
+    let db = fixture().await;
+    let client = dynamodb(&moto);
+    let name = table(&client, "limits-reads").await;
+    let (app, metrics) = sandbox(&db, client, limits(&name));
+    let reader = token_for("reader", "acme");
+    let read = request(
+        "resources/read",
+        json!({"uri": "event-store://event-types"}),
+    );
+    // Two resource reads, then the third is over the per-method limit of 2: each method
+    // of reading counts under its own name, as each tool does.
+    for _ in 0..2 {
+        let a = rpc(&app, &reader, "2025-11-25", read.clone()).await;
+        assert_eq!(a.status, 200, "{a:?}");
+        assert!(a.result()["contents"].is_array(), "{a:?}");
+    }
+    let refused = rpc(&app, &reader, "2025-11-25", read.clone()).await;
+    assert_limited(&refused, "tool");
+    assert_eq!(refused.body["error"]["data"]["method"], "resources/read");
+    assert!(
+        refused.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("resources/read requests by you")
+    );
+    let metric = last_metric(&metrics);
+    assert_eq!(metric["Tool"], "resources/read", "{metric}");
+    assert_eq!(metric["RateLimited"], 1, "{metric}");
+    // A prompt and a completion count too: with the two reads the subject's total is 4,
+    // a tool call makes 5, and the next read of any kind is over it.
+    let digest = request("prompts/get", json!({"name": "daily_digest"}));
+    assert_eq!(
+        rpc(&app, &reader, "2025-11-25", digest.clone())
+            .await
+            .status,
+        200
+    );
+    let completion = request(
+        "completion/complete",
+        json!({"ref": {"type": "ref/prompt", "name": "triage_incident"}, "argument": {"name": "entity_id", "value": "svc"}}),
+    );
+    let a = rpc(&app, &reader, "2025-11-25", completion.clone()).await;
+    assert_eq!(
+        a.result()["completion"]["values"],
+        json!(["svc-a"]),
+        "{a:?}"
+    );
+    ok(&call(&app, &reader, "describe_data", json!({})).await);
+    let over = rpc(&app, &reader, "2025-11-25", completion).await;
+    assert_limited(&over, "subject");
+    // A 2025-03-26 batch: each member counts. Two reads pass, the third is refused, and
+    // the batch carries the 429 and Retry-After a lone read would.
+    let batcher = token_for("batcher", "acme");
+    let batch = json!([
+        {"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {"uri": "event-store://event-types"}},
+        {"jsonrpc": "2.0", "id": 2, "method": "resources/read", "params": {"uri": "event-store://event-types"}},
+        {"jsonrpc": "2.0", "id": 3, "method": "resources/read", "params": {"uri": "event-store://event-types"}},
+    ]);
+    let a = rpc(&app, &batcher, "2025-03-26", batch).await;
+    assert_eq!(a.status, 429, "{a:?}");
+    assert!(a.header("retry-after").is_some(), "{a:?}");
+    let entries = a.body.as_array().unwrap();
+    assert!(entries[0]["result"]["contents"].is_array(), "{a:?}");
+    assert!(entries[1]["result"]["contents"].is_array(), "{a:?}");
+    assert_eq!(entries[2]["error"]["data"]["code"], "rate_limited", "{a:?}");
+    assert_eq!(
+        entries[2]["error"]["data"]["method"], "resources/read",
+        "{a:?}"
+    );
 }

@@ -39,7 +39,7 @@ async fn every_result_carries_result_type_and_server_info_and_lists_carry_cache_
         ("prompts/get", json!({"name": "test_simple_prompt"}), false),
         (
             "completion/complete",
-            json!({"ref": {"type": "ref/prompt", "name": "x"}, "argument": {"name": "a", "value": ""}}),
+            json!({"ref": {"type": "ref/prompt", "name": "test_prompt_with_arguments"}, "argument": {"name": "arg1", "value": ""}}),
             false,
         ),
     ] {

@@ -561,21 +561,45 @@ async fn hot_queries_use_the_tenant_indexes() {
             .get(0);
         assert_eq!(severities, [0, 1, 2, 3, 4, 5], "{tenant}");
     }
+    // Completion reads entity_state, one row per entity: 50,000 entities in each tenant
+    // make a range scan the only sensible plan for a prefix.
+    db.admin
+        .batch_execute(
+            "INSERT INTO entity_state (tenant_id, entity_id, entity_type, state, updated_at) \
+             SELECT t, 'node-' || i, 'host', '{}', now() \
+             FROM unnest(ARRAY['tenant-a', 'tenant-b']) t, generate_series(1, 50000) i; \
+             ANALYZE entity_state",
+        )
+        .await
+        .unwrap();
+    let literal = |sql: &str, prefix: &str| {
+        sql.replace("$1", &format!("'{prefix}'"))
+            .replace("$2", &format!("'{prefix}\u{10FFFF}'"))
+            .replace("$3", "101")
+    };
     db.admin
         .batch_execute("SET ROLE mcp_reader; SELECT set_config('app.tenant_id', 'tenant-a', false)")
         .await
         .unwrap();
     for (sql, index) in [
         (
-            "SELECT id FROM events WHERE entity_id = 'svc-checkout-1' ORDER BY occurred_at DESC, id DESC LIMIT 51",
+            literal(mcp_tools::COMPLETE_ENTITY_IDS, "node-12"),
+            "entity_state_completion",
+        ),
+        (
+            literal(mcp_tools::COMPLETE_EVENT_TYPES, "alert"),
+            "events_tenant_type_time",
+        ),
+        (
+            "SELECT id FROM events WHERE entity_id = 'svc-checkout-1' ORDER BY occurred_at DESC, id DESC LIMIT 51".to_owned(),
             "events_tenant_entity_time",
         ),
         (
-            "SELECT id FROM events ORDER BY occurred_at DESC, id DESC LIMIT 51",
+            "SELECT id FROM events ORDER BY occurred_at DESC, id DESC LIMIT 51".to_owned(),
             "events_tenant_time",
         ),
         (
-            "SELECT id FROM events WHERE event_type = 'incident.opened' ORDER BY occurred_at DESC, id DESC LIMIT 51",
+            "SELECT id FROM events WHERE event_type = 'incident.opened' ORDER BY occurred_at DESC, id DESC LIMIT 51".to_owned(),
             "events_tenant_type_time",
         ),
     ] {

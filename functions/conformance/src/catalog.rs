@@ -1,10 +1,10 @@
 //! The conformance suite's resources, prompts and completions.
 
 use mcp_protocol::{
-    Completions, InputRequired, Outcome, Prompts, RequestContext, ResourceDef, ResourceError,
-    Resources, ToolError,
+    ArgumentDef, Completer, InputRequired, Outcome, PromptArguments, PromptDef, PromptError,
+    PromptResult, Prompts, RequestContext, ResourceDef, ResourceError, Resources,
 };
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::ask::{elicitation, elicited, response};
 
@@ -44,8 +44,6 @@ pub(crate) fn fixture_resources() -> Result<Resources, ResourceError> {
     Ok(resources)
 }
 
-pub(crate) struct FixturePrompts;
-
 pub(crate) fn user(content: Value) -> Value {
     json!({ "role": "user", "content": content })
 }
@@ -54,74 +52,76 @@ pub(crate) fn text(t: &str) -> Value {
     json!({ "type": "text", "text": t })
 }
 
-impl Prompts for FixturePrompts {
-    fn list(&self) -> Vec<Value> {
-        let arg = |name: &str, description: &str| json!({ "name": name, "description": description, "required": true });
-        vec![
-            json!({ "name": "test_simple_prompt", "description": "A prompt without arguments" }),
-            json!({
-                "name": "test_prompt_with_arguments",
-                "description": "A prompt with two required arguments",
-                "arguments": [arg("arg1", "First test argument"), arg("arg2", "Second test argument")]
-            }),
-            json!({
-                "name": "test_prompt_with_embedded_resource",
-                "description": "A prompt embedding a resource",
-                "arguments": [arg("resourceUri", "URI of the resource to embed")]
-            }),
-            json!({ "name": "test_prompt_with_image", "description": "A prompt with an image" }),
-            json!({
-                "name": "test_input_required_result_prompt",
-                "description": "A prompt that first asks the user for context"
-            }),
-        ]
-    }
-
-    fn get(
-        &self,
-        name: &str,
-        arguments: &Map<String, Value>,
-        ctx: &RequestContext,
-    ) -> Result<Option<Outcome<Value>>, ToolError> {
-        let arg = |key: &str| -> Result<String, ToolError> {
-            arguments
-                .get(key)
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-                .ok_or_else(|| {
-                    ToolError::InvalidParams(format!("missing required argument {key:?}"))
-                })
-        };
-        let messages = match name {
-            "test_simple_prompt" => vec![user(text("This is a simple prompt for testing."))],
-            "test_prompt_with_arguments" => {
-                let (a, b) = (arg("arg1")?, arg("arg2")?);
-                vec![user(text(&format!(
-                    "Prompt with arguments: arg1='{a}', arg2='{b}'"
-                )))]
-            }
-            "test_prompt_with_embedded_resource" => vec![
-                user(json!({
-                    "type": "resource",
-                    "resource": {
-                        "uri": arg("resourceUri")?,
-                        "mimeType": "text/plain",
-                        "text": "Embedded resource content for testing."
-                    }
-                })),
-                user(text("Please process the embedded resource above.")),
-            ],
-            "test_prompt_with_image" => vec![
-                user(json!({ "type": "image", "data": PNG_1X1, "mimeType": "image/png" })),
-                user(text("Please analyze the image above.")),
-            ],
-            "test_input_required_result_prompt" => match response(ctx, "user_context") {
-                Some(answer) => vec![user(text(&format!(
-                    "Use this context: {}",
-                    elicited(answer, "context")
-                )))],
-                None => {
-                    return Ok(Some(Outcome::InputRequired(InputRequired {
+/// The suite's prompts; the two arguments of `test_prompt_with_arguments` complete from a
+/// fixed list.
+pub(crate) fn fixture_prompts() -> Result<Prompts, PromptError> {
+    let words = || Completer::from_list(&["paris", "park", "party", "hello", "world"]);
+    let mut prompts = Prompts::new();
+    prompts
+        .register(PromptDef::new(
+            "test_simple_prompt",
+            "A prompt without arguments",
+            |_, _| async { done(vec![user(text("This is a simple prompt for testing."))]) },
+        ))?
+        .register(
+            PromptDef::new(
+                "test_prompt_with_arguments",
+                "A prompt with two required arguments",
+                |args: PromptArguments, _| async move {
+                    // Both are required: the engine refused the request without them.
+                    let arg = |name| args.get(name).map_or("", String::as_str);
+                    let (a, b) = (arg("arg1"), arg("arg2"));
+                    done(vec![user(text(&format!(
+                        "Prompt with arguments: arg1='{a}', arg2='{b}'"
+                    )))])
+                },
+            )
+            .argument(ArgumentDef::required("arg1", "First test argument").complete_with(words()))
+            .argument(ArgumentDef::required("arg2", "Second test argument").complete_with(words())),
+        )?
+        .register(
+            PromptDef::new(
+                "test_prompt_with_embedded_resource",
+                "A prompt embedding a resource",
+                |args: PromptArguments, _| async move {
+                    done(vec![
+                        user(json!({
+                            "type": "resource",
+                            "resource": {
+                                "uri": args.get("resourceUri"),
+                                "mimeType": "text/plain",
+                                "text": "Embedded resource content for testing."
+                            }
+                        })),
+                        user(text("Please process the embedded resource above.")),
+                    ])
+                },
+            )
+            .argument(ArgumentDef::required(
+                "resourceUri",
+                "URI of the resource to embed",
+            )),
+        )?
+        .register(PromptDef::new(
+            "test_prompt_with_image",
+            "A prompt with an image",
+            |_, _| async {
+                done(vec![
+                    user(json!({ "type": "image", "data": PNG_1X1, "mimeType": "image/png" })),
+                    user(text("Please analyze the image above.")),
+                ])
+            },
+        ))?
+        .register(PromptDef::new(
+            "test_input_required_result_prompt",
+            "A prompt that first asks the user for context",
+            |_, ctx: RequestContext| async move {
+                match response(&ctx, "user_context") {
+                    Some(answer) => done(vec![user(text(&format!(
+                        "Use this context: {}",
+                        elicited(answer, "context")
+                    )))]),
+                    None => Ok(Outcome::InputRequired(InputRequired {
                         input_requests: [(
                             "user_context".to_owned(),
                             elicitation("What context should the prompt use?", "context", "string"),
@@ -129,28 +129,13 @@ impl Prompts for FixturePrompts {
                         .into_iter()
                         .collect(),
                         request_state: None,
-                    })));
+                    })),
                 }
             },
-            _ => return Ok(None),
-        };
-        Ok(Some(Outcome::Complete(json!({ "messages": messages }))))
-    }
+        ))?;
+    Ok(prompts)
 }
 
-pub(crate) struct FixtureCompletions;
-
-impl Completions for FixtureCompletions {
-    fn complete(&self, reference: &Value, argument: &Value) -> Vec<String> {
-        let prefix = argument.get("value").and_then(Value::as_str).unwrap_or("");
-        let candidates: &[&str] = match reference.get("name").and_then(Value::as_str) {
-            Some("test_prompt_with_arguments") => &["paris", "park", "party", "hello", "world"],
-            _ => &[],
-        };
-        candidates
-            .iter()
-            .filter(|c| c.starts_with(prefix))
-            .map(|c| (*c).to_owned())
-            .collect()
-    }
+fn done(messages: Vec<Value>) -> PromptResult {
+    Ok(Outcome::Complete(json!({ "messages": messages })))
 }

@@ -30,8 +30,7 @@ pub fn fixture_server() -> anyhow::Result<Server> {
         Server::builder("mcp-conformance-fixture", env!("CARGO_PKG_VERSION"))
             .tools(tools)
             .resources(catalog::fixture_resources()?)
-            .prompts(Arc::new(catalog::FixturePrompts))
-            .completions(Arc::new(catalog::FixtureCompletions))
+            .prompts(catalog::fixture_prompts()?)
             .logging(true)
             .build()?,
     )

@@ -20,7 +20,7 @@ mod wire;
 use std::sync::Arc;
 
 use mcp_env::Env;
-use mcp_protocol::{Resources, Server, Tools};
+use mcp_protocol::{Prompts, Resources, Server, Tools};
 use mcp_tools::{CursorKey, EventLinks, Store};
 
 pub use app::App;
@@ -28,8 +28,8 @@ pub use config::Config;
 pub use limits::{DynamoLimiter, LimitsConfig};
 pub use metrics::{MetricSink, stdout_sink};
 
-/// The server the deployed function serves: the event-store tools and resources over
-/// `store`.
+/// The server the deployed function serves: the event-store tools, resources and prompts
+/// over `store`.
 ///
 /// # Errors
 ///
@@ -39,7 +39,9 @@ pub fn production_server(store: Arc<Store>, response_budget: usize) -> anyhow::R
     let mut tools = Tools::new();
     mcp_tools::register(&mut tools, store.clone())?;
     let mut resources = Resources::new();
-    mcp_tools::register_resources(&mut resources, store)?;
+    mcp_tools::register_resources(&mut resources, store.clone())?;
+    let mut prompts = Prompts::new();
+    mcp_tools::register_prompts(&mut prompts, store)?;
     Ok(Server::builder("event-store-mcp", env!("CARGO_PKG_VERSION"))
         .title("Event store (read-only)")
         .instructions(
@@ -48,6 +50,7 @@ pub fn production_server(store: Arc<Store>, response_budget: usize) -> anyhow::R
         )
         .tools(tools)
         .resources(resources)
+        .prompts(prompts)
         .response_budget(response_budget)
         // Every result of these tools is built by typed code (columns of fixed types under
         // fixed keys), so its shape changes only with the code. Debug builds, which every
@@ -133,6 +136,7 @@ fn log_cold_start(config: &Config, server: &Server, limits: Option<&LimitsConfig
         version = env!("CARGO_PKG_VERSION"),
         tools = server.tools().iter().count(),
         resources = server.resources().len(),
+        prompts = server.prompts().len(),
         auth.issuer = issuer,
         response_budget_bytes = config.response_budget,
         rate_limits = limits.map_or("off", |l| l.table.as_str()),

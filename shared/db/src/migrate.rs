@@ -18,6 +18,8 @@ pub enum Step {
     /// Fills `events.search` for rows older than its trigger, in short batches, then builds
     /// the search index concurrently (writes go on throughout).
     EventSearchIndex,
+    /// Indexes built concurrently (writes go on throughout): (name, `ON table (...)`).
+    Indexes(&'static [(&'static str, &'static str)]),
 }
 
 /// Every migration, in order: (version, step).
@@ -35,6 +37,22 @@ pub const MIGRATIONS: &[(&str, Step)] = &[
         Step::Sql(include_str!("../migrations/0003_event_search.sql")),
     ),
     ("0004_event_search_index", Step::EventSearchIndex),
+    // completion/complete by prefix, whatever the database's collation: in byte order
+    // (COLLATE "C") the values that start with a prefix are one contiguous index range,
+    // which en_US and other linguistic collations do not promise.
+    (
+        "0005_completion_indexes",
+        Step::Indexes(&[
+            (
+                "entity_state_completion",
+                r#"ON entity_state (tenant_id, entity_id COLLATE "C")"#,
+            ),
+            (
+                "event_types_completion",
+                r#"ON event_types (name COLLATE "C")"#,
+            ),
+        ]),
+    ),
 ];
 
 /// Rows per backfill statement: each batch is its own short transaction, so row locks are
@@ -99,8 +117,17 @@ async fn apply(client: &mut Client) -> Result<Vec<String>, DbError> {
                     .map_err(DbError::Query)?;
                 tx.commit().await.map_err(DbError::Query)?;
             }
-            Step::EventSearchIndex => {
-                event_search_index(client).await.map_err(DbError::Query)?;
+            // Outside a transaction (CONCURRENTLY cannot run in one), recorded once done.
+            Step::EventSearchIndex | Step::Indexes(_) => {
+                if let Step::Indexes(indexes) = step {
+                    for (name, definition) in *indexes {
+                        concurrent_index(client, name, definition)
+                            .await
+                            .map_err(DbError::Query)?;
+                    }
+                } else {
+                    event_search_index(client).await.map_err(DbError::Query)?;
+                }
                 client
                     .execute(record, &[version])
                     .await
@@ -142,26 +169,40 @@ async fn event_search_index(client: &Client) -> Result<(), tokio_postgres::Error
         from += BACKFILL_BATCH;
     }
     tracing::info!(rows = filled, "events.search backfilled");
+    concurrent_index(
+        client,
+        "events_search",
+        "ON events USING gin (tenant_id, search)",
+    )
+    .await
+}
+
+/// Builds index `name` (`definition`: `ON table ...`) with `CREATE INDEX CONCURRENTLY`; a
+/// build an earlier run left invalid (interrupted) is dropped and built again.
+#[allow(clippy::disallowed_methods)]
+async fn concurrent_index(
+    client: &Client,
+    name: &str,
+    definition: &str,
+) -> Result<(), tokio_postgres::Error> {
     let valid: Option<bool> = client
         .query_opt(
-            "SELECT i.indisvalid FROM pg_index i \
-             WHERE i.indexrelid = to_regclass('events_search')",
-            &[],
+            "SELECT i.indisvalid FROM pg_index i WHERE i.indexrelid = to_regclass($1)",
+            &[&name],
         )
         .await?
         .map(|r| r.try_get(0))
         .transpose()?;
     if valid == Some(false) {
         client
-            .batch_execute("DROP INDEX CONCURRENTLY IF EXISTS events_search")
+            .batch_execute(&format!("DROP INDEX CONCURRENTLY IF EXISTS {name}"))
             .await?;
     }
     client
-        .batch_execute(
-            "CREATE INDEX CONCURRENTLY IF NOT EXISTS events_search \
-             ON events USING gin (tenant_id, search)",
-        )
+        .batch_execute(&format!(
+            "CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} {definition}"
+        ))
         .await?;
-    tracing::info!("events_search index ready");
+    tracing::info!(index = name, "index ready");
     Ok(())
 }

@@ -9,7 +9,8 @@
 //! This crate does no I/O and knows nothing of HTTP servers, Lambda or databases (it only
 //! needs a tokio runtime with timers, to stop a tool body at its deadline): it takes
 //! a body plus the few transport headers the protocol defines and returns a status and a
-//! JSON body. Tool, resource and prompt bodies are plugged in through [`registry`]; what they
+//! JSON body. Tool, resource and prompt bodies are plugged in through [`registry`],
+//! [`resources`] and [`prompts`]; what they
 //! return is in [`result`]. Modules stand in layers: `json`, `text` and `version` import
 //! nothing of the crate, `result` adds `json` and `budget`, `context` only those, `registry`
 //! and `resources` add `context` and `text`, `server` uses them all.
@@ -22,6 +23,7 @@ pub mod error;
 pub mod json;
 pub mod jsonrpc;
 pub mod method;
+pub mod prompts;
 pub mod registry;
 pub mod resources;
 pub mod result;
@@ -36,9 +38,12 @@ pub use context::{Caller, RequestContext};
 pub use error::RpcError;
 pub use json::{object, string_escapes, write_object};
 pub use method::Method;
+pub use prompts::{
+    ArgumentDef, Completer, Completion, CompletionRequest, PromptArguments, PromptDef, PromptError,
+    PromptResult, Prompts,
+};
 pub use registry::{
-    BoxFuture, Completions, DEFAULT_TOOL_MAX_DURATION, Owner, Prompts, RegistryError,
-    ToolAnnotations, ToolDef, Tools,
+    BoxFuture, DEFAULT_TOOL_MAX_DURATION, Owner, RegistryError, ToolAnnotations, ToolDef, Tools,
 };
 pub use resources::{ResourceDef, ResourceError, ResourceRequest, Resources};
 pub use result::CallRecord;

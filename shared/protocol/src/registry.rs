@@ -408,25 +408,6 @@ fn compile(
     })
 }
 
-/// Prompts a server exposes (2025-11-25 server/prompts).
-pub trait Prompts: Send + Sync {
-    fn list(&self) -> Vec<Value>;
-
-    /// Renders one prompt (a `GetPromptResult` body): `Ok(None)` for an unknown name.
-    fn get(
-        &self,
-        name: &str,
-        arguments: &Map<String, Value>,
-        ctx: &RequestContext,
-    ) -> Result<Option<Outcome<Value>>, ToolError>;
-}
-
-/// Argument completion (2025-11-25 server/utilities/completion).
-pub trait Completions: Send + Sync {
-    /// Suggested values for `argument` of the prompt or template `reference`.
-    fn complete(&self, reference: &Value, argument: &Value) -> Vec<String>;
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,6 +13,7 @@ use iri_string::types::UriStr;
 use serde_json::{Value, json};
 
 use crate::context::RequestContext;
+use crate::prompts::Completer;
 use crate::registry::{BoxFuture, DEFAULT_TOOL_MAX_DURATION};
 use crate::result::ToolError;
 
@@ -38,6 +39,8 @@ pub enum ResourceError {
     },
     #[error("resource {0:?} is registered twice")]
     Duplicate(String),
+    #[error("resource template {template:?} has no variable {variable:?} to complete")]
+    UnknownVariable { template: String, variable: String },
 }
 
 /// A read request that matched a resource: the URI as the client sent it and, for a
@@ -84,6 +87,8 @@ pub struct ResourceDef {
     required_scopes: Vec<String>,
     max_duration: Duration,
     read: Arc<ReadFn>,
+    /// What `completion/complete` suggests for each variable that has a completer.
+    completers: Vec<(String, Completer)>,
     /// A template that failed to parse, reported by `register`.
     invalid: Option<ResourceError>,
 }
@@ -128,6 +133,7 @@ impl ResourceDef {
             required_scopes: Vec::new(),
             max_duration: DEFAULT_TOOL_MAX_DURATION,
             read: Arc::new(move |request, ctx| Box::pin(read(request, ctx))),
+            completers: Vec::new(),
             invalid,
         }
     }
@@ -157,9 +163,16 @@ impl ResourceDef {
         self
     }
 
-    /// The longest a read may take, whatever the invocation has left.
+    /// The longest a read (or a completion of a variable) may take, whatever the
+    /// invocation has left.
     pub fn max_duration(mut self, limit: Duration) -> Self {
         self.max_duration = limit;
+        self
+    }
+
+    /// Values `completion/complete` suggests for template variable `variable`.
+    pub fn complete(mut self, variable: impl Into<String>, completer: Completer) -> Self {
+        self.completers.push((variable.into(), completer));
         self
     }
 }
@@ -185,6 +198,25 @@ impl Resource {
 
     pub fn is_template(&self) -> bool {
         matches!(self.def.address, Address::Template { .. })
+    }
+
+    /// The template has a variable `name`.
+    pub fn has_variable(&self, name: &str) -> bool {
+        match &self.def.address {
+            Address::Uri(_) => false,
+            Address::Template { parts, .. } => {
+                parts.iter().any(|p| matches!(p, Part::Var(v) if v == name))
+            }
+        }
+    }
+
+    /// The completer of template variable `name`, if it has one.
+    pub fn completer(&self, name: &str) -> Option<&Completer> {
+        self.def
+            .completers
+            .iter()
+            .find(|(v, _)| v == name)
+            .map(|(_, c)| c)
     }
 
     /// Its `Resource` or `ResourceTemplate` object, as the lists show it.
@@ -258,6 +290,26 @@ impl Resources {
         if self.entries.iter().any(|r| r.address_key() == key) {
             return Err(ResourceError::Duplicate(key));
         }
+        let variables: Vec<&str> = match &def.address {
+            Address::Uri(_) => Vec::new(),
+            Address::Template { parts, .. } => parts
+                .iter()
+                .filter_map(|p| match p {
+                    Part::Var(v) => Some(v.as_str()),
+                    Part::Literal(_) => None,
+                })
+                .collect(),
+        };
+        if let Some((variable, _)) = def
+            .completers
+            .iter()
+            .find(|(v, _)| !variables.contains(&v.as_str()))
+        {
+            return Err(ResourceError::UnknownVariable {
+                template: key,
+                variable: variable.clone(),
+            });
+        }
         let mut listing = match &def.address {
             Address::Uri(uri) => json!({ "uri": uri, "name": def.name }),
             Address::Template { template, .. } => {
@@ -297,6 +349,18 @@ impl Resources {
     /// Every scope any resource requires, sorted.
     pub fn all_scopes(&self) -> &[String] {
         &self.all_scopes
+    }
+
+    /// The template registered as `template` (its text exactly, as `ref/resource` names it).
+    pub fn template(&self, template: &str) -> Option<&Resource> {
+        self.entries
+            .iter()
+            .find(|r| r.is_template() && r.address_key() == template)
+    }
+
+    /// Some variable of some template can be completed.
+    pub(crate) fn completes(&self) -> bool {
+        self.entries.iter().any(|r| !r.def.completers.is_empty())
     }
 
     /// The resource `uri` names, and the request it makes of it.

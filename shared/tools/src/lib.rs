@@ -11,6 +11,7 @@
 //! [`resources`] serves the catalog, one event and one entity's state as resources too.
 
 mod args;
+mod complete;
 mod count_events;
 mod cursor;
 mod describe_data;
@@ -20,6 +21,7 @@ mod get_event;
 mod jsonb;
 mod links;
 mod outcome;
+mod prompts;
 mod query_events;
 mod resources;
 mod search_events;
@@ -37,11 +39,12 @@ pub use cursor::{CursorError, CursorKey, Position, filter_hash};
 pub use event::{EventRow, SEVERITIES};
 pub use links::{EVENT_TEMPLATE, EventLinks, LinkTemplateError};
 pub use outcome::STORED_TEXT_NOTICE;
+pub use prompts::register_prompts;
 pub use query_events::MAX_LIMIT;
 pub use resources::{ENTITY_STATE_TEMPLATE, EVENT_TYPES_URI, register_resources};
 pub use search_events::MAX_SEARCH_LIMIT;
 #[doc(hidden)]
-pub use sql::{QUERY_EVENTS_SQL, SEARCH_EVENTS_SQL};
+pub use sql::{COMPLETE_ENTITY_IDS, COMPLETE_EVENT_TYPES, QUERY_EVENTS_SQL, SEARCH_EVENTS_SQL};
 pub use store::Store;
 
 /// Registers every event-store tool, in the order `tools/list` shows them.

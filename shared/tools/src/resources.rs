@@ -53,14 +53,16 @@ pub fn register_resources(
         .mime_type(JSON)
         .scopes([READ_SCOPE]),
     )?;
+    let s = store.clone();
     resources.register(
         ResourceDef::template(ENTITY_STATE_TEMPLATE, "entity-state", move |request, ctx| {
-            entity_state(store.clone(), request, ctx)
+            entity_state(s.clone(), request, ctx)
         })
         .title("An entity's current state")
-        .description("The current merged state of one entity of your tenant, as the write path keeps it. Entity ids are exact.")
+        .description("The current merged state of one entity of your tenant, as the write path keeps it. Entity ids are exact; completion/complete suggests them.")
         .mime_type(JSON)
-        .scopes([READ_SCOPE]),
+        .scopes([READ_SCOPE])
+        .complete("entity_id", crate::complete::entity_ids(store)),
     )?;
     Ok(())
 }

@@ -128,3 +128,25 @@ pub const SEARCH_EVENTS_SQL: &str = "WITH shape AS (\
          FROM search_event_ranks($1, $2, $3, $4, $5, $6, $7, $8) AS r JOIN events e ON e.id = r.id \
          WHERE (SELECT refusal FROM shape) IS NULL) AS h ON true \
      ORDER BY h.rank DESC NULLS LAST, h.occurred_at DESC, h.id DESC";
+
+/// The most values one completion reads: the 100 `completion/complete` may list, and one
+/// more to tell whether there are others.
+pub(crate) const COMPLETION_PROBE: i64 = 101;
+
+/// `completion/complete` of an entity id: the tenant's entities (row-level security) whose
+/// id starts with `$1`, in byte order, up to `$3`. `$2` is `$1` followed by U+10FFFF, the
+/// greatest code point, so the ids that start with `$1` are the index range between the
+/// two (`entity_state_completion`, in byte order whatever the database's collation); the
+/// range's rows are then checked exactly. Ids over the tools' 200 characters are left out.
+pub const COMPLETE_ENTITY_IDS: &str = "SELECT entity_id FROM entity_state \
+     WHERE entity_id COLLATE \"C\" >= $1 AND entity_id COLLATE \"C\" < $2 \
+       AND starts_with(entity_id, $1) AND length(entity_id) <= 200 \
+     ORDER BY entity_id COLLATE \"C\" LIMIT $3";
+
+/// `completion/complete` of an event type: the catalog's types that start with `$1` (as
+/// for entity ids, over `event_types_completion`) of which the tenant has at least one
+/// event (one probe of `events_tenant_type_time` each), up to `$3`.
+pub const COMPLETE_EVENT_TYPES: &str = "SELECT t.name FROM event_types t \
+     WHERE t.name COLLATE \"C\" >= $1 AND t.name COLLATE \"C\" < $2 AND starts_with(t.name, $1) \
+       AND EXISTS (SELECT 1 FROM events e WHERE e.event_type = t.name) \
+     ORDER BY t.name COLLATE \"C\" LIMIT $3";

@@ -1,9 +1,8 @@
 //! How a [`Server`] is put together: its identity, what it offers and its settings.
 
-use std::sync::Arc;
-
 use super::Server;
-use crate::registry::{Completions, Prompts, Tools};
+use crate::prompts::Prompts;
+use crate::registry::Tools;
 use crate::resources::Resources;
 use crate::server::DEFAULT_RESPONSE_BUDGET;
 
@@ -49,13 +48,10 @@ impl ServerBuilder {
         self
     }
 
-    pub fn prompts(mut self, prompts: Arc<dyn Prompts>) -> Self {
-        self.server.prompts = Some(prompts);
-        self
-    }
-
-    pub fn completions(mut self, completions: Arc<dyn Completions>) -> Self {
-        self.server.completions = Some(completions);
+    /// The prompts, and with them the completion of their arguments (and of template
+    /// variables that have completers): `completions` is offered when anything completes.
+    pub fn prompts(mut self, prompts: Prompts) -> Self {
+        self.server.prompts = prompts;
         self
     }
 
@@ -105,7 +101,7 @@ impl ServerBuilder {
     /// a server could only answer `initialize`, which would tell a client it is healthy.
     pub fn build(mut self) -> Result<Server, BuildError> {
         let s = &mut self.server;
-        if s.tools.is_empty() && s.resources.is_empty() && s.prompts.is_none() {
+        if s.tools.is_empty() && s.resources.is_empty() && s.prompts.is_empty() {
             return Err(BuildError::NothingOffered);
         }
         if !s.check_outputs {
@@ -135,8 +131,7 @@ impl Server {
                 },
                 tools: Tools::new(),
                 resources: Resources::new(),
-                prompts: None,
-                completions: None,
+                prompts: Prompts::new(),
                 logging: false,
                 cache: CacheHints::default(),
                 response_budget: DEFAULT_RESPONSE_BUDGET,

@@ -8,7 +8,6 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::{Answer, Server, parse_params};
-use crate::admission::Admit;
 use crate::budget::{Budget, client_budget};
 use crate::context::RequestContext;
 use crate::error::RpcError;
@@ -61,28 +60,7 @@ impl Server {
         record: &mut CallRecord,
     ) -> Result<Value, RpcError> {
         let tool = self.permitted(&p.name, &ctx)?;
-        if let Some(admission) = &self.admission {
-            match admission.admit(&ctx.caller, tool.name()).await {
-                Admit::Allowed => {}
-                Admit::Unchecked => record.rate_limit_unchecked = true,
-                Admit::Limited {
-                    limit,
-                    max,
-                    window,
-                    retry_after,
-                } => {
-                    record.rate_limited = true;
-                    return Err(rate_limited(
-                        tool.name(),
-                        limit,
-                        max,
-                        window,
-                        retry_after,
-                        &ctx,
-                    ));
-                }
-            }
-        }
+        self.admit(&ctx, tool.name(), record).await?;
         // Every result this call can have is held to its budget, refusals included: their
         // text repeats what the client sent.
         let budget = Budget::of_call(self.response_budget, tool.response_budget(), client);
@@ -170,11 +148,13 @@ impl Server {
     }
 }
 
-/// The refusal of a call over a limit: when to retry (whole seconds, at least one, for
-/// `Retry-After`), and which limit, in words and in `data`.
-fn rate_limited(
-    tool: &str,
-    limit: &'static str,
+/// The refusal of a request over a limit (`key`: the tool's name, or the method of another
+/// read): when to retry, in whole seconds for `Retry-After` (at least one) and in
+/// milliseconds as the rate-limit SEP's draft has it (`data.retryAfterMs`, beside the
+/// `limit` and the `remaining` calls), and which counter, in words and in `data`.
+pub(super) fn rate_limited(
+    key: &str,
+    counter: &'static str,
     max: u64,
     window: Duration,
     retry_after: Duration,
@@ -183,27 +163,31 @@ fn rate_limited(
     let secs = retry_after.as_secs_f64().ceil().max(1.0) as u64;
     let window_secs = window.as_secs();
     tracing::info!(
-        tool.name = tool,
+        rate_limit.key = key,
         caller = ctx.caller.log_id(),
-        limit,
-        "tool call refused: rate limited"
+        rate_limit.counter = counter,
+        "request refused: rate limited"
     );
-    let per = match limit {
-        "tool" => format!("calls of {tool} by you"),
-        "tenant" => "calls by your tenant".to_owned(),
-        _ => "tool calls by you".to_owned(),
+    let per = match counter {
+        "tool" if key.contains('/') => format!("{key} requests by you"),
+        "tool" => format!("calls of {key} by you"),
+        "tenant" => "reads by your tenant".to_owned(),
+        _ => "reads by you (tool calls, resource reads, prompts, completions)".to_owned(),
     };
+    let mut data = json!({
+        "code": "rate_limited",
+        "counter": counter,
+        "limit": max,
+        "remaining": 0,
+        "window_secs": window_secs,
+        "retryAfterMs": retry_after.as_millis().max(1) as u64,
+        "retry_after_secs": secs,
+    });
+    data[if key.contains('/') { "method" } else { "tool" }] = json!(key);
     RpcError::RateLimited {
         message: format!("at most {max} {per} per {window_secs} s; retry after {secs} s"),
         retry_after_secs: secs,
-        data: json!({
-            "code": "rate_limited",
-            "limit": limit,
-            "tool": tool,
-            "max_calls": max,
-            "window_secs": window_secs,
-            "retry_after_secs": secs,
-        }),
+        data,
     }
 }
 

@@ -5,13 +5,11 @@
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::call::{body_error, input_required};
 use super::{Answer, Incoming, Server, parse_params};
 use crate::context::RequestContext;
 use crate::error::RpcError;
 use crate::json::object;
 use crate::method::Method;
-use crate::result::Outcome;
 use crate::version::ProtocolVersion;
 
 impl Server {
@@ -73,51 +71,15 @@ impl Server {
             Method::ResourceTemplatesList => {
                 Ok(json!({ "resourceTemplates": self.listed(true, &ctx) }))
             }
-            Method::ResourcesRead => self.read_resource(params, ctx).await,
-            Method::PromptsList => match &self.prompts {
-                Some(prompts) => Ok(json!({ "prompts": prompts.list() })),
-                None => Err(not_found(method)),
-            },
-            Method::PromptsGet => self.get_prompt(params, &ctx),
-            Method::Complete => self.complete(params),
+            Method::ResourcesRead => return self.read_resource(params, ctx).await,
+            Method::PromptsList if !self.prompts.is_empty() => {
+                Ok(json!({ "prompts": self.listed_prompts(&ctx) }))
+            }
+            Method::PromptsGet => return self.get_prompt(params, ctx).await,
+            Method::Complete => return self.complete(params, ctx).await,
             _ => Err(not_found(method)),
         };
         result.into()
-    }
-
-    fn get_prompt(
-        &self,
-        params: Map<String, Value>,
-        ctx: &RequestContext,
-    ) -> Result<Value, RpcError> {
-        let Some(prompts) = &self.prompts else {
-            return Err(not_found(&Method::PromptsGet));
-        };
-        let p: GetPromptParams = parse_params(params)?;
-        let arguments = p.arguments.unwrap_or_default();
-        match prompts.get(&p.name, &arguments, ctx) {
-            Ok(Some(Outcome::Complete(result))) => Ok(result),
-            Ok(Some(Outcome::InputRequired(ir))) => input_required(ir, ctx.version),
-            Ok(None) => Err(RpcError::InvalidParams(format!(
-                "Unknown prompt: {}",
-                p.name
-            ))),
-            Err(e) => Err(body_error(e, "prompts/get", &p.name)),
-        }
-    }
-
-    fn complete(&self, params: Map<String, Value>) -> Result<Value, RpcError> {
-        let Some(completions) = &self.completions else {
-            return Err(not_found(&Method::Complete));
-        };
-        let p: CompleteParams = parse_params(params)?;
-        let mut values = completions.complete(&p.reference, &p.argument);
-        // completion/complete: "values ... Must not exceed 100 items".
-        let total = values.len();
-        values.truncate(100);
-        Ok(json!({
-            "completion": { "values": values, "total": total, "hasMore": total > 100 }
-        }))
     }
 
     pub(super) fn initialize(&self, params: Map<String, Value>) -> Result<Value, RpcError> {
@@ -147,10 +109,10 @@ impl Server {
         if !self.resources.is_empty() {
             caps["resources"] = json!({});
         }
-        if self.prompts.is_some() {
+        if !self.prompts.is_empty() {
             caps["prompts"] = json!({});
         }
-        if self.completions.is_some() {
+        if self.offered().completions {
             caps["completions"] = json!({});
         }
         if self.logging {
@@ -188,19 +150,6 @@ struct InitializeParams {
     // client capabilities in the handshake era (lifecycle §Operation), and unknown fields
     // (Inspector's `capabilities.extensions`) are ignored.
     protocol_version: String,
-}
-
-#[derive(Deserialize)]
-struct GetPromptParams {
-    name: String,
-    arguments: Option<Map<String, Value>>,
-}
-
-#[derive(Deserialize)]
-struct CompleteParams {
-    #[serde(rename = "ref")]
-    reference: Value,
-    argument: Value,
 }
 
 #[derive(Deserialize)]

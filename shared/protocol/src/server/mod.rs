@@ -10,6 +10,7 @@
 mod builder;
 mod call;
 mod dispatch;
+mod prompt;
 mod read;
 mod stateless;
 mod wire;
@@ -23,7 +24,8 @@ use crate::context::RequestContext;
 use crate::error::RpcError;
 use crate::jsonrpc::{self, BodyError, EnvelopeError, Message, RequestId};
 use crate::method::{Method, Offered};
-use crate::registry::{Completions, Prompts, Tools};
+use crate::prompts::Prompts;
+use crate::registry::Tools;
 use crate::resources::Resources;
 use crate::result::CallRecord;
 use crate::version::ProtocolVersion;
@@ -43,8 +45,7 @@ pub struct Server {
     tools: Tools,
     /// Offered (`resources` capability, the three methods) when not empty.
     resources: Resources,
-    prompts: Option<Arc<dyn Prompts>>,
-    completions: Option<Arc<dyn Completions>>,
+    prompts: Prompts,
     logging: bool,
     cache: CacheHints,
     response_budget: usize,
@@ -116,11 +117,16 @@ impl Server {
         &self.resources
     }
 
-    /// Every scope a tool or resource requires, sorted: the `scopes_supported` of the
-    /// protected resource metadata.
+    pub fn prompts(&self) -> &Prompts {
+        &self.prompts
+    }
+
+    /// Every scope a tool, resource or prompt requires, sorted: the `scopes_supported` of
+    /// the protected resource metadata.
     pub fn all_scopes(&self) -> Vec<String> {
         let mut scopes: Vec<String> = self.tools.all_scopes().to_vec();
         scopes.extend(self.resources.all_scopes().iter().cloned());
+        scopes.extend(self.prompts.all_scopes().iter().cloned());
         scopes.sort();
         scopes.dedup();
         scopes
@@ -129,8 +135,8 @@ impl Server {
     fn offered(&self) -> Offered {
         Offered {
             resources: !self.resources.is_empty(),
-            prompts: self.prompts.is_some(),
-            completions: self.completions.is_some(),
+            prompts: !self.prompts.is_empty(),
+            completions: self.prompts.completes() || self.resources.completes(),
             logging: self.logging,
         }
     }

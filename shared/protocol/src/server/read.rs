@@ -2,21 +2,21 @@
 //! calls follow: a caller sees and reads only what its scopes allow, a read runs by its
 //! deadline, and contents over the response budget never leave.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::Server;
 use super::call::{TOOL_GRACE, body_error};
 use super::dispatch::not_found;
 use super::parse_params;
+use super::{Answer, Server};
 use crate::budget::{Budget, client_budget};
 use crate::context::RequestContext;
 use crate::error::RpcError;
 use crate::json::object;
 use crate::method::Method;
-use crate::result::{ToolError, serialized_len};
+use crate::result::{CallRecord, CallToolResult, ToolError, serialized_len};
 
 /// The longest URI a read may name. Ours are far shorter; the bound keeps an unknown URI's
 /// error (which echoes it, SEP-2164 `data.uri`) small.
@@ -41,7 +41,26 @@ impl Server {
     pub(super) async fn read_resource(
         &self,
         params: Map<String, Value>,
+        ctx: RequestContext,
+    ) -> Answer {
+        let mut record = CallRecord {
+            tool: Method::ResourcesRead.as_str().to_owned(),
+            known_tool: true,
+            ..CallRecord::default()
+        };
+        let result = self.read_contents(params, ctx, &mut record).await;
+        record.is_error = result.is_err();
+        Answer {
+            result,
+            call: Some(record),
+        }
+    }
+
+    async fn read_contents(
+        &self,
+        params: Map<String, Value>,
         mut ctx: RequestContext,
+        record: &mut CallRecord,
     ) -> Result<Value, RpcError> {
         if self.resources.is_empty() {
             return Err(not_found(&Method::ResourcesRead));
@@ -72,11 +91,16 @@ impl Server {
             }
             return Err(RpcError::ResourceNotFound { uri });
         };
+        // Counted after the scope check, as a tool call is: a refused read costs nothing.
+        self.admit(&ctx, Method::ResourcesRead.as_str(), record)
+            .await?;
         let started = Instant::now();
         let cap = started + resource.max_duration();
         let deadline = ctx.deadline.map_or(cap, |d| d.min(cap));
         ctx.deadline = Some(deadline);
-        let budget = Budget::of_call(self.response_budget, None, client).bytes;
+        let budget = Budget::of_call(self.response_budget, None, client);
+        record.budget = Some(budget);
+        let budget = budget.bytes;
         ctx.response_budget = budget;
         tracing::info!(resource.uri = %uri, resource.name = resource.name(), caller = ctx.caller.log_id(), "resource read");
         let read = resource.read(request, ctx);
@@ -84,75 +108,94 @@ impl Server {
         let outcome = tokio::time::timeout_at((deadline + TOOL_GRACE).into(), read).await;
         let contents = match outcome {
             Err(_) => {
-                let budget = deadline.saturating_duration_since(started);
-                tracing::warn!(
-                    resource.name = resource.name(),
-                    deadline.phase = "read",
-                    "resource read ran past its deadline; its output is discarded"
-                );
                 return Err(deadline_exceeded(
+                    "resource",
                     resource.name(),
-                    budget.as_millis() as u64,
+                    deadline.saturating_duration_since(started),
                 ));
             }
             // SEP-2164: never an empty `contents` for a missing resource.
             Ok(Ok(Some(contents))) if !contents.is_empty() => contents,
             Ok(Ok(_)) => return Err(RpcError::ResourceNotFound { uri }),
-            Ok(Err(ToolError::Detailed(result))) => {
-                let message = result.first_text().unwrap_or("The read failed.").to_owned();
-                let data = result
-                    .into_structured_content()
-                    .unwrap_or_else(|| json!({}));
-                return Err(RpcError::Failed { message, data });
-            }
+            Ok(Err(ToolError::Detailed(result))) => return Err(detailed(*result)),
             Ok(Err(e)) => return Err(body_error(e, "resources/read", &uri)),
         };
         let result = object([("contents", contents.into())]);
-        within_budget(result, budget, resource.name())
+        within_budget(result, budget, "resource", resource.name())
     }
 }
 
-fn deadline_exceeded(resource: &str, budget_ms: u64) -> RpcError {
-    let guidance =
-        "Retry; if it keeps happening, read a narrower resource or use a tool with filters.";
+/// A read body's failure with detail (its deadline, the database): -32603 with the
+/// detail in `data`.
+pub(super) fn detailed(result: CallToolResult) -> RpcError {
+    let message = result.first_text().unwrap_or("The read failed.").to_owned();
+    let data = result
+        .into_structured_content()
+        .unwrap_or_else(|| json!({}));
+    RpcError::Failed { message, data }
+}
+
+/// The error for a read whose body ran past its deadline: `kind` is what was read
+/// (`resource`, `prompt`, `completion`), `name` which.
+pub(super) fn deadline_exceeded(kind: &str, name: &str, budget: Duration) -> RpcError {
+    tracing::warn!(
+        read.kind = kind,
+        read.name = name,
+        deadline.phase = "read",
+        "read ran past its deadline; its output is discarded"
+    );
+    let guidance = match kind {
+        "resource" => {
+            "Retry; if it keeps happening, read a narrower resource or use a tool with filters."
+        }
+        _ => "Retry; if it keeps happening, use the tools directly, with filters.",
+    };
+    let mut data = json!({
+        "code": "deadline_exceeded",
+        "phase": "read",
+        "budget_ms": budget.as_millis() as u64,
+        "retryable": true,
+        "guidance": guidance,
+    });
+    data[kind] = json!(name);
     RpcError::Failed {
         message: format!(
-            "Reading {resource} did not finish within its time budget and was stopped. {guidance}"
+            "Reading the {kind} {name} did not finish within its time budget and was stopped. {guidance}"
         ),
-        data: json!({
-            "code": "deadline_exceeded",
-            "resource": resource,
-            "phase": "read",
-            "budget_ms": budget_ms,
-            "retryable": true,
-            "guidance": guidance,
-        }),
+        data,
     }
 }
 
-/// The response budget holds for resources as for tool results: contents over it never
-/// reach the client; an error says how big they were.
-fn within_budget(result: Value, budget: usize, resource: &str) -> Result<Value, RpcError> {
+/// The response budget holds for every read as for tool results: an answer over it never
+/// reaches the client; an error says how big it was.
+pub(super) fn within_budget(
+    result: Value,
+    budget: usize,
+    kind: &str,
+    name: &str,
+) -> Result<Value, RpcError> {
     let bytes = serialized_len(&result);
     if bytes <= budget {
         return Ok(result);
     }
     tracing::warn!(
-        resource.name = resource,
+        read.kind = kind,
+        read.name = name,
         response_bytes = bytes,
         budget_bytes = budget,
-        "resource over the response budget"
+        "read over the response budget"
     );
+    let mut data = json!({
+        "code": "mcp_response_over_budget",
+        "response_bytes": bytes,
+        "budget_bytes": budget,
+        "estimated_tokens": bytes / 4,
+    });
+    data[kind] = json!(name);
     Err(RpcError::Failed {
         message: format!(
-            "The resource {resource} is {bytes} bytes, over this server's budget of {budget} bytes, so it was not returned. Use the tools, which page and filter."
+            "The {kind} {name} is {bytes} bytes, over this server's budget of {budget} bytes, so it was not returned. Use the tools, which page and filter."
         ),
-        data: json!({
-            "code": "mcp_response_over_budget",
-            "resource": resource,
-            "response_bytes": bytes,
-            "budget_bytes": budget,
-            "estimated_tokens": bytes / 4,
-        }),
+        data,
     })
 }

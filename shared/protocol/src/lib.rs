@@ -11,9 +11,10 @@
 //! a body plus the few transport headers the protocol defines and returns a status and a
 //! JSON body. Tool, resource and prompt bodies are plugged in through [`registry`],
 //! [`resources`] and [`prompts`]; what they
-//! return is in [`result`]. Modules stand in layers: `json`, `text` and `version` import
-//! nothing of the crate, `result` adds `json` and `budget`, `context` only those, `registry`
-//! and `resources` add `context` and `text`, `server` uses them all.
+//! return is in [`result`]. Modules stand in layers: `json`, `text`, `version` and
+//! `uri_template` import nothing of the crate, `result` adds `json` and `budget`, `context`
+//! only those, `registry` adds `context` and `text`, `prompts` adds `registry`, `resources`
+//! adds `prompts` and `uri_template`, `server` uses them all.
 //! Its invariants are tested in each module and, end to end, in the `tests/` crate.
 
 pub mod admission;
@@ -30,6 +31,7 @@ pub mod result;
 pub mod schema;
 pub mod server;
 pub mod text;
+mod uri_template;
 pub mod version;
 
 pub use admission::{Admission, Admit};

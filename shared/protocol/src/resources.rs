@@ -6,9 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use iri_string::spec::UriSpec;
-use iri_string::template::simple_context::SimpleContext;
-use iri_string::template::{UriTemplateStr, UriTemplateString};
+use iri_string::template::UriTemplateString;
 use iri_string::types::UriStr;
 use serde_json::{Value, json};
 
@@ -16,6 +14,7 @@ use crate::context::RequestContext;
 use crate::prompts::Completer;
 use crate::registry::{BoxFuture, DEFAULT_TOOL_MAX_DURATION};
 use crate::result::ToolError;
+use crate::uri_template::{Part, expand, is_unreserved, match_parts};
 
 /// What a read body returns: the resource's contents (`TextResourceContents` or
 /// `BlobResourceContents` objects), or `None` when the URI names nothing that exists.
@@ -59,13 +58,6 @@ impl ResourceRequest {
             .find(|(n, _)| n == name)
             .map(|(_, v)| v.as_str())
     }
-}
-
-/// One piece of a template: literal text or a simple `{name}` expression.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Part {
-    Literal(String),
-    Var(String),
 }
 
 #[derive(Debug, Clone)]
@@ -444,71 +436,6 @@ fn parse_template(template: &str) -> Result<Address, ResourceError> {
         template: parsed,
         parts,
     })
-}
-
-/// RFC 6570 simple string expansion of `template` with `vars` (iri-string's expander:
-/// every value percent-encoded but for the unreserved characters).
-fn expand(template: &UriTemplateStr, vars: &[(&str, &str)]) -> String {
-    let mut context = SimpleContext::new();
-    for (name, value) in vars {
-        context.insert(*name, *value);
-    }
-    template
-        .expand::<UriSpec, _>(&context)
-        .map(|expanded| expanded.to_string())
-        .unwrap_or_default()
-}
-
-/// RFC 3986 §2.3: the characters simple string expansion leaves as they are.
-fn is_unreserved(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~')
-}
-
-/// Matches `uri` against a checked template: each variable takes the unreserved or
-/// percent-encoded run up to the next literal, which (by the registration check) starts
-/// with a character no expansion produces. Empty values and invalid UTF-8 match nothing.
-fn match_parts(parts: &[Part], uri: &str) -> Option<Vec<(String, String)>> {
-    let mut rest = uri;
-    let mut vars = Vec::new();
-    for part in parts {
-        match part {
-            Part::Literal(text) => rest = rest.strip_prefix(text.as_str())?,
-            Part::Var(name) => {
-                let end = rest
-                    .bytes()
-                    .position(|b| !(is_unreserved(b) || b == b'%'))
-                    .unwrap_or(rest.len());
-                let (raw, after) = rest.split_at(end);
-                if raw.is_empty() || !well_encoded(raw) {
-                    return None;
-                }
-                let value = percent_encoding::percent_decode_str(raw)
-                    .decode_utf8()
-                    .ok()?;
-                vars.push((name.clone(), value.into_owned()));
-                rest = after;
-            }
-        }
-    }
-    rest.is_empty().then_some(vars)
-}
-
-/// Every `%` starts a `%XX` triplet.
-fn well_encoded(raw: &str) -> bool {
-    let bytes = raw.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = bytes.get(i + 1..i + 3);
-            if !hex.is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit)) {
-                return false;
-            }
-            i += 3;
-        } else {
-            i += 1;
-        }
-    }
-    true
 }
 
 #[cfg(test)]

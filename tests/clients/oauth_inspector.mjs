@@ -3,7 +3,8 @@
 // authorization URL ("Please navigate to: ..."), the user signs in with chromium, the browser
 // lands on the Inspector's own loopback callback listener, and the Inspector performs the
 // tools/call it was asked for; its events must all be the user's tenant. Then a second
-// invocation reuses the stored sign-in without a browser (--stored-auth-only).
+// invocation reuses the stored sign-in without a browser (--stored-auth-only), and a third
+// gets a prompt.
 // Usage (from tests/clients): AS_ISSUER=... MCP_URL=... PG_DATABASE=... node oauth_inspector.mjs [legacy|auto]
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -21,14 +22,16 @@ const era = process.argv[2] ?? 'auto';
 const home = mkdtempSync(join(tmpdir(), 'inspector-home-'));
 const callbackUrl = `http://127.0.0.1:${await freePort()}/oauth/callback`;
 
-function inspector(extra) {
+const QUERY = ['--method', 'tools/call', '--tool-name', 'query_events', '--tool-arg', 'limit=5'];
+
+function inspector(extra, method = QUERY) {
   const child = spawn(
     process.execPath,
     [
       'node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js',
       '--cli', MCP_URL, '--transport', 'http', '--protocol-era', era, '--format', 'json',
       '--callback-url', callbackUrl,
-      '--method', 'tools/call', '--tool-name', 'query_events', '--tool-arg', 'limit=5',
+      ...method,
       ...extra,
     ],
     // Without a TTY the CLI signs in only when told to open a browser; BROWSER=/bin/false makes
@@ -69,7 +72,13 @@ try {
   // Signed in: the next run uses the stored token and never asks for a browser.
   const second = inspector(['--stored-auth-only']);
   checkEvents((await second.result).result ?? (await second.result), 'tenant-a');
-  console.log(`mcp inspector (${era}; DCR, chromium sign-in on its own callback, stored sign-in reused): ok, ${n} events of tenant-a`);
+  // A prompt, as the Inspector's prompt pane gets it: the plan names the tools with the
+  // window's instants filled in.
+  const digest = inspector(['--stored-auth-only'], ['--method', 'prompts/get', '--prompt-name', 'daily_digest', '--prompt-args', 'window=6h']);
+  const rendered = (await digest.result).result ?? (await digest.result);
+  assert.match(rendered.messages[0].content.text, /over the last 6h, \S+Z to \S+Z/);
+  assert.match(rendered.messages[0].content.text, /`summarize_window` with `\{"since":/);
+  console.log(`mcp inspector (${era}; DCR, chromium sign-in on its own callback, stored sign-in reused, a prompt): ok, ${n} events of tenant-a`);
 } finally {
   await closeBrowser(browser);
   rmSync(home, { recursive: true, force: true });

@@ -299,3 +299,29 @@ export function checkEvents(result, tenant) {
   assert.deepEqual(tenantsOf(events.map((e) => e.id)), [tenant]);
   return events.length;
 }
+
+// The prompts through a real client: listed, an entity id completed (exactly the tenant's
+// ids with that prefix, as the database has them), and triage_incident rendered with that
+// entity's state embedded. Returns the entity triaged.
+export async function checkPrompts(client, tenant, prefix) {
+  const listed = await client.listPrompts();
+  assert.deepEqual(listed.prompts.map((p) => p.name), ['triage_incident', 'what_changed', 'daily_digest']);
+  const done = await client.complete({
+    ref: { type: 'ref/prompt', name: 'triage_incident' },
+    argument: { name: 'entity_id', value: prefix },
+  });
+  const values = done.completion.values;
+  const stored = execFileSync('psql', [
+    '-h', '127.0.0.1', '-U', 'postgres', '-d', process.env.PG_DATABASE, '-qtA', '-v', `t=${tenant}`, '-v', `p=${prefix}`, '-f', '-',
+  ], {
+    input: `SELECT entity_id FROM entity_state WHERE tenant_id = :'t' AND starts_with(entity_id, :'p') ORDER BY entity_id COLLATE "C" LIMIT 100;`,
+  }).toString().trim().split('\n').filter(Boolean);
+  assert.ok(values.length > 0, `no ${prefix} entities completed`);
+  assert.deepEqual(values, stored);
+  const rendered = await client.getPrompt({ name: 'triage_incident', arguments: { entity_id: values[0], window: '6h' } });
+  assert.match(rendered.messages[0].content.text, /`query_events` with `\{"entity_id":/);
+  const state = rendered.messages[1].content.resource;
+  assert.equal(state.uri, `event-store://entities/${values[0]}/state`);
+  assert.equal(JSON.parse(state.text).entity_id, values[0]);
+  return values[0];
+}

@@ -31,6 +31,7 @@ from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientMetadata
+from mcp.types import PromptReference
 
 ISSUER = os.environ["AS_ISSUER"]
 MCP_URL = os.environ["MCP_URL"]
@@ -232,6 +233,31 @@ async def check_search(client) -> int:
     return len(ids)
 
 
+async def check_prompts(client) -> str:
+    """The prompts through the real client: listed, an entity id completed, triage rendered."""
+    listed = await client.list_prompts()
+    assert [p.name for p in listed.prompts] == ["triage_incident", "what_changed", "daily_digest"], listed
+    ref = PromptReference(type="ref/prompt", name="triage_incident")
+    done = await client.complete(ref, {"name": "entity_id", "value": "svc-checkout"})
+    values = done.completion.values
+    assert values and all(v.startswith("svc-checkout") for v in values), done
+    # Only the user's tenant's entities, as the database has them.
+    out = subprocess.run(
+        ["psql", "-h", "127.0.0.1", "-U", "postgres", "-d", os.environ["PG_DATABASE"], "-qtA", "-c",
+         "SELECT entity_id FROM entity_state WHERE tenant_id = 'tenant-a' AND starts_with(entity_id, 'svc-checkout') "
+         "ORDER BY entity_id COLLATE \"C\" LIMIT 100"],
+        check=True, capture_output=True, text=True,
+    ).stdout.split()
+    assert values == out, (values, out)
+    rendered = await client.get_prompt("triage_incident", {"entity_id": values[0], "window": "6h"})
+    plan = rendered.messages[0].content.text
+    assert "`query_events`" in plan and f'"entity_id":"{values[0]}"' in plan, plan
+    state = rendered.messages[1].content.resource
+    assert str(state.uri) == f"event-store://entities/{values[0]}/state", state
+    assert json.loads(state.text)["entity_id"] == values[0], state
+    return values[0]
+
+
 async def sdk_chain() -> Storage:
     storage = Storage()
     redirects: list[str] = []
@@ -265,6 +291,7 @@ async def sdk_chain() -> Storage:
             n = check_events(listed, "tenant-a")
             await check_resources(client, listed.structured_content["events"][0]["id"])
             found = await check_search(client)
+            triaged = await check_prompts(client)
             first = storage.tokens
             claims = claims_of(first.access_token)
             assert claims["iss"] == ISSUER and claims["aud"] == MCP_URL and claims["tenant_id"] == "tenant-a", claims
@@ -275,7 +302,7 @@ async def sdk_chain() -> Storage:
             check_events(await client.call_tool("query_events", {"limit": 5}), "tenant-a")
             assert storage.tokens.access_token != first.access_token, "not refreshed"
             assert len(redirects) == 1, "refreshed without the user"
-    print(f"python mcp oauth (DCR, PKCE, sign-in forms, refresh, resources, search and fetch): ok, {n} events and {found} search results of tenant-a")
+    print(f"python mcp oauth (DCR, PKCE, sign-in forms, refresh, resources, search and fetch, prompts and completion): ok, {n} events and {found} search results of tenant-a, {triaged} triaged")
     return storage
 
 

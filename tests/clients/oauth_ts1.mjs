@@ -2,7 +2,8 @@
 // function, from nothing: 401 challenge -> protected resource metadata -> authorization
 // server metadata -> Dynamic Client Registration -> authorization code + PKCE + resource,
 // signed in by a user in chromium (a wrong password first, which the login page refuses)
-// -> code exchange -> tools/list and tools/call, whose events must all be the user's tenant.
+// -> code exchange -> tools/list and tools/call, whose events must all be the user's tenant;
+// the prompts, an entity id completed and a triage rendered, all of the user's tenant.
 // Then the access token (5 s for this client) expires and the SDK refreshes it on the 401
 // without sending the user back to the browser.
 // Usage (from tests/clients): AS_ISSUER=... MCP_URL=... PG_DATABASE=... node oauth_ts1.mjs
@@ -14,8 +15,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 import {
-  ISSUER, MCP_URL, MemoryProvider, callbackListener, checkAuthorizationRequest, checkEvents, claimsOf, closeBrowser,
-  launchBrowser, signIn,
+  ISSUER, MCP_URL, MemoryProvider, callbackListener, checkAuthorizationRequest, checkEvents, checkPrompts, claimsOf,
+  closeBrowser, launchBrowser, signIn,
 } from './oauth_kit.mjs';
 
 const callback = await callbackListener();
@@ -51,6 +52,7 @@ try {
   const tools = await client.listTools();
   assert.ok(tools.tools.some((t) => t.name === 'query_events'), 'query_events is listed');
   const n = checkEvents(await client.callTool({ name: 'query_events', arguments: { limit: 5 } }), 'tenant-a');
+  const triaged = await checkPrompts(client, 'tenant-a', 'svc-');
 
   // Expiry: wait for the clock (not for another process) to pass `exp`.
   while (Date.now() / 1000 < claims.exp + 1) await sleep(200);
@@ -60,7 +62,7 @@ try {
   assert.equal(provider.authorizationUrls.length, 1, 'refreshed without sending the user back');
   assert.ok(claimsOf(refreshed.access_token).exp > claims.exp);
   await client.close();
-  console.log(`typescript sdk v1 oauth (DCR, PKCE, browser sign-in, refresh): ok, ${n} events of tenant-a`);
+  console.log(`typescript sdk v1 oauth (DCR, PKCE, browser sign-in, refresh, prompts and completion): ok, ${n} events of tenant-a, ${triaged} triaged`);
 } finally {
   await closeBrowser(browser);
   await callback.close();

@@ -15,7 +15,7 @@ import { createServer } from 'node:https';
 import { Client, StreamableHTTPClientTransport, UnauthorizedError } from '@modelcontextprotocol/client';
 
 import {
-  ISSUER, MCP_URL, MemoryProvider, callbackListener, checkAuthorizationRequest, checkEvents, claimsOf, closeBrowser,
+  ISSUER, MCP_URL, MemoryProvider, callbackListener, checkAuthorizationRequest, checkEvents, checkPrompts, claimsOf, closeBrowser,
   matchingIds, tenantsOf,
   launchBrowser, signIn,
 } from './oauth_kit.mjs';
@@ -104,6 +104,7 @@ try {
   const tools = await client.listTools();
   assert.ok(tools.tools.some((tool) => tool.name === 'query_events'));
   const n = checkEvents(await client.callTool({ name: 'query_events', arguments: { limit: 5 } }), 'tenant-b');
+  const triaged = await checkPrompts(client, 'tenant-b', 'svc-');
 
   // The response budget for this client: a page of up to 500 events stops at Claude Code's
   // cap (64 KiB), under the server's default (96 KiB), and says so.
@@ -123,7 +124,7 @@ try {
   await client.close();
   console.log(
     `typescript sdk v2 oauth${viaBridge ? ' through the bridge' : ''} (CIMD, PKCE, browser sign-in${viaBridge ? ' upstream' : ', scope step-up'}): ` +
-      `ok, ${n} events of tenant-b; ` +
+      `ok, ${n} events of tenant-b, ${triaged} triaged through the prompts; ` +
       `${provider.authorizationUrls.length} authorization requests started by the SDK`,
   );
 } finally {

@@ -1,5 +1,6 @@
 //! The gate: the deployed function's exact tools (names, titles, scopes, annotations, the
-//! arguments they require and accept, the fields their results promise) and resources.
+//! arguments they require and accept, the fields their results promise), resources and
+//! prompts.
 //! Adding, removing or reshaping one is a deliberate change to this file, reviewed as such,
 //! because every connected agent sees it.
 
@@ -205,4 +206,52 @@ fn the_deployed_function_serves_exactly_these_resources() {
         assert!(description.len() > 40, "{description}");
     }
     assert_eq!(server.all_scopes(), ["events:read"]);
+}
+
+#[test]
+fn the_deployed_function_offers_exactly_these_prompts() {
+    let server = deployed();
+    let listed: Vec<Value> = server
+        .prompts()
+        .iter()
+        .map(|prompt| {
+            let l = prompt.listing();
+            let arguments: Vec<Value> = prompt
+                .arguments()
+                .iter()
+                .map(|a| {
+                    json!({
+                        "name": a.name(),
+                        "required": a.is_required(),
+                        "completes": a.completer().is_some(),
+                    })
+                })
+                .collect();
+            json!({
+                "name": l["name"],
+                "title": l["title"],
+                "scopes": prompt.required_scopes(),
+                "arguments": arguments,
+            })
+        })
+        .collect();
+    let arg =
+        |name: &str, required: bool| json!({"name": name, "required": required, "completes": true});
+    assert_eq!(
+        listed,
+        [
+            json!({"name": "triage_incident", "title": "Triage an incident", "scopes": ["events:read"],
+                   "arguments": [arg("entity_id", true), arg("window", false)]}),
+            json!({"name": "what_changed", "title": "What changed", "scopes": ["events:read"],
+                   "arguments": [arg("entity_id", true), arg("window", false)]}),
+            json!({"name": "daily_digest", "title": "Daily digest", "scopes": ["events:read"],
+                   "arguments": [arg("window", false), arg("event_type", false)]}),
+        ]
+    );
+    // The entity-state template's variable completes as the prompts' entity ids do.
+    let template = server
+        .resources()
+        .template(mcp_tools::ENTITY_STATE_TEMPLATE)
+        .unwrap();
+    assert!(template.completer("entity_id").is_some());
 }

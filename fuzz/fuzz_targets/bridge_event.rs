@@ -67,6 +67,7 @@ fn app() -> &'static (App, tokio::runtime::Runtime) {
                 refresh_token: Duration::from_secs(86_400),
                 code: Duration::from_secs(60),
                 sign_in: Duration::from_secs(600),
+                refresh_reuse: oauth::config::REFRESH_REUSE,
             },
             cimd: CimdConfig {
                 allow_loopback: false,

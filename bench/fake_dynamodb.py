@@ -1,5 +1,6 @@
 """A stand-in for DynamoDB that keeps connections alive (as DynamoDB does, and moto does not):
-answers every request with `{}`, an empty UpdateItem result. For bench/examples/limiter_cost.rs.
+answers every request with `{}`, an empty UpdateItem result. For bench/examples/limiter_cost.rs,
+and as the OTLP collector of bench/run's endpoint-traced (an OTLP/HTTP export only needs a 200).
 
 Usage: python3 bench/fake_dynamodb.py PORT
 """

@@ -30,4 +30,5 @@ mod smoke;
 mod stateless;
 mod store;
 mod support;
+mod telemetry;
 mod tools;

@@ -41,11 +41,15 @@ fn median(v: &[f64]) -> f64 {
     }
 }
 
-const ORDER: [(&str, &str); 6] = [
+const ORDER: [(&str, &str); 7] = [
     ("endpoint", "this endpoint (deployed handler)"),
     (
         "endpoint-limited",
         "this endpoint with rate limits (moto DynamoDB, loopback)",
+    ),
+    (
+        "endpoint-traced",
+        "this endpoint with traces (OTLP/HTTP to a loopback collector)",
     ),
     ("floor", "bare floor (same read, no MCP)"),
     ("rmcp", "rmcp 3.11 + tokio-postgres + jsonwebtoken"),

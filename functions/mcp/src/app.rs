@@ -2,16 +2,18 @@
 //! `transport.rs`, then one log line (and metric line) per request.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use lambda_http::{Body, Request, RequestExt, Response};
 use mcp_protocol::Server;
+use mcp_protocol::telemetry as collector;
 use mcp_protocol::text::{LOGGED_NAME_BYTES, elided};
 
 use crate::auth::Authenticator;
 use crate::config::Config;
-use crate::metrics::{Emf, MetricSink, stdout_sink};
+use crate::metrics::{Emf, MetricSink, RequestTrace, stdout_sink};
 use crate::state::Inner;
+use crate::telemetry::{self, Exporter, TelemetryConfig};
 use crate::transport;
 
 /// The function's state: built once per sandbox, shared by every invocation.
@@ -37,7 +39,26 @@ impl App {
                 auth,
                 metrics,
                 emf,
+                telemetry: None,
             }),
+        }
+    }
+
+    /// The same app sending a trace of every request to `telemetry`'s collector. Call it
+    /// before the app is cloned: a shared app keeps its settings (and says so in the log).
+    #[must_use]
+    pub fn traced(self, telemetry: TelemetryConfig) -> Self {
+        match Arc::try_unwrap(self.inner) {
+            Ok(mut inner) => {
+                inner.telemetry = Some(Exporter::new(telemetry));
+                Self {
+                    inner: Arc::new(inner),
+                }
+            }
+            Err(inner) => {
+                tracing::warn!("traces not turned on: the app was already shared");
+                Self { inner }
+            }
         }
     }
 
@@ -50,7 +71,49 @@ impl App {
             .lambda_context_ref()
             .map(|ctx| ctx.request_id.clone())
             .unwrap_or_default();
-        let (response, trace) = transport::handle(&self.inner, req).await;
+        let Some(exporter) = &self.inner.telemetry else {
+            let (response, trace) = transport::handle(&self.inner, req).await;
+            return self.finish(&request_id, started, response, &trace);
+        };
+        // The Lambda trace header, for a request whose `_meta` names no trace of its own.
+        let lambda_parent = req
+            .lambda_context_ref()
+            .and_then(|ctx| ctx.xray_trace_id.as_deref())
+            .or_else(|| {
+                req.headers()
+                    .get("x-amzn-trace-id")
+                    .and_then(|v| v.to_str().ok())
+            })
+            .and_then(telemetry::parse_xray);
+        let wall_start = SystemTime::now();
+        let ((response, trace), parts) =
+            collector::collect(transport::handle(&self.inner, req)).await;
+        let span = telemetry::server_span(
+            &trace,
+            response.status().as_u16(),
+            response.body(),
+            wall_start,
+            &request_id,
+        );
+        let response = self.finish(&request_id, started, response, &trace);
+        exporter
+            .export(
+                trace.parent.as_ref().or(lambda_parent.as_ref()),
+                span,
+                parts,
+            )
+            .await;
+        response
+    }
+
+    /// The request's log line and metric line; returns the response.
+    fn finish(
+        &self,
+        request_id: &str,
+        started: Instant,
+        response: Response<Body>,
+        trace: &RequestTrace,
+    ) -> Response<Body> {
         let duration_ms = started.elapsed().as_millis() as u64;
         // `Body` derefs to its bytes.
         let bytes = response.body().len();
@@ -81,7 +144,7 @@ impl App {
             .inner
             .emf
             .as_ref()
-            .and_then(|emf| emf.line(&trace, duration_ms, bytes))
+            .and_then(|emf| emf.line(trace, duration_ms, bytes))
         {
             (self.inner.metrics)(&line);
         }

@@ -14,6 +14,7 @@ mod event;
 pub mod limits;
 pub mod metrics;
 mod state;
+pub mod telemetry;
 mod transport;
 mod wire;
 
@@ -27,6 +28,7 @@ pub use app::App;
 pub use config::Config;
 pub use limits::{DynamoLimiter, LimitsConfig};
 pub use metrics::{MetricSink, stdout_sink};
+pub use telemetry::TelemetryConfig;
 
 /// The server the deployed function serves: the event-store tools, resources and prompts
 /// over `store`.
@@ -120,13 +122,23 @@ pub async fn app_from_env() -> anyhow::Result<App> {
     if let Some(limits) = limits.clone() {
         server = server.with_admission(Arc::new(DynamoLimiter::from_aws(limits).await));
     }
-    log_cold_start(&config, &server, limits.as_ref());
-    Ok(App::new(config, server))
+    let telemetry = TelemetryConfig::from_env(&Env::process())?;
+    log_cold_start(&config, &server, limits.as_ref(), telemetry.as_ref());
+    let app = App::new(config, server);
+    Ok(match telemetry {
+        Some(telemetry) => app.traced(telemetry),
+        None => app,
+    })
 }
 
 /// One line per sandbox saying what it serves: enough to tell from the logs which build
 /// and settings answered, and nothing secret (the issuer and budget are public facts).
-fn log_cold_start(config: &Config, server: &Server, limits: Option<&LimitsConfig>) {
+fn log_cold_start(
+    config: &Config,
+    server: &Server,
+    limits: Option<&LimitsConfig>,
+    telemetry: Option<&TelemetryConfig>,
+) {
     let issuer = match &config.auth {
         config::AuthSetting::Verify(auth) => auth.issuer.as_str(),
         config::AuthSetting::Unconfigured => "(none: every request is refused)",
@@ -140,6 +152,7 @@ fn log_cold_start(config: &Config, server: &Server, limits: Option<&LimitsConfig
         auth.issuer = issuer,
         response_budget_bytes = config.response_budget,
         rate_limits = limits.map_or("off", |l| l.table.as_str()),
+        traces = telemetry.map_or("off", |t| t.endpoint.as_str()),
         mcp_path = %config.mcp_path,
         "cold start"
     );

@@ -28,6 +28,10 @@ pub(crate) struct RequestTrace {
     pub(crate) call: Option<CallRecord>,
     /// The request was refused for its credentials (401, or 403 for missing scopes).
     pub(crate) auth_denied: bool,
+    /// The revision the request was answered in, once read (for its trace span).
+    pub(crate) version: Option<mcp_protocol::ProtocolVersion>,
+    /// The trace context of the request's `_meta`, read only when traces are on.
+    pub(crate) parent: Option<crate::telemetry::Parent>,
 }
 
 /// The metrics of a tool call: EMF's metric definitions name them, the line carries their

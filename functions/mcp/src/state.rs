@@ -7,6 +7,7 @@ use mcp_protocol::Server;
 use crate::auth::Authenticator;
 use crate::config::Config;
 use crate::metrics::{Emf, MetricSink};
+use crate::telemetry::Exporter;
 
 pub(crate) struct Inner {
     pub(crate) config: Config,
@@ -15,4 +16,6 @@ pub(crate) struct Inner {
     pub(crate) metrics: MetricSink,
     /// `None` when metrics are off (`METRICS_NAMESPACE=off`).
     pub(crate) emf: Option<Emf>,
+    /// `None` when traces are off (no OTLP endpoint configured).
+    pub(crate) telemetry: Option<Exporter>,
 }

@@ -1,6 +1,7 @@
 //! Streamable HTTP, JSON responses only, no sessions.
 
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use http::header::{
     ACCEPT, ACCESS_CONTROL_ALLOW_HEADERS, ACCESS_CONTROL_ALLOW_METHODS,
@@ -10,6 +11,7 @@ use http::header::{
 use http::{HeaderMap, HeaderValue, Method, StatusCode};
 use lambda_http::{Body, Request, Response};
 use mcp_auth::AuthError;
+use mcp_protocol::telemetry::{self as collector, SpanKind, SpanRecord};
 use mcp_protocol::{HeaderField, Incoming};
 
 use crate::authority::{host_of, origin_of};
@@ -57,7 +59,12 @@ async fn route(app: &Inner, req: Request, trace: &mut RequestTrace) -> Response<
     let headers = req.headers();
     // Authentication comes before the body is even parsed: nothing about the message is
     // looked at on behalf of an unknown caller.
-    let caller = match app.auth.authenticate(headers, deadline).await {
+    let started = SystemTime::now();
+    let authenticated = app.auth.authenticate(headers, deadline).await;
+    if collector::enabled() {
+        authentication_span(started, authenticated.as_ref().err());
+    }
+    let caller = match authenticated {
         Ok(caller) => caller,
         Err(error) => {
             trace.auth_denied = !matches!(error, AuthError::KeysUnavailable);
@@ -69,6 +76,9 @@ async fn route(app: &Inner, req: Request, trace: &mut RequestTrace) -> Response<
     let body: &[u8] = req.body();
     if body.len() > config.max_body_bytes {
         return Rejection::too_large(config.max_body_bytes).into_response();
+    }
+    if collector::enabled() {
+        trace.parent = crate::telemetry::meta_parent(body);
     }
     let incoming = Incoming {
         body,
@@ -83,7 +93,28 @@ async fn route(app: &Inner, req: Request, trace: &mut RequestTrace) -> Response<
     trace.auth_denied = reply.insufficient_scope.is_some();
     trace.method = reply.method;
     trace.call = reply.call;
+    trace.version = Some(reply.version);
     response
+}
+
+/// The span of the bearer token's check: how long it took and how it ended, never the
+/// token or its claims.
+fn authentication_span(start: SystemTime, error: Option<&AuthError>) {
+    let mut attributes = vec![(
+        "mcp.auth.outcome",
+        if error.is_some() { "refused" } else { "ok" }.into(),
+    )];
+    if let Some(error) = error {
+        attributes.push(("error.type", error.reason().into()));
+    }
+    collector::record(SpanRecord {
+        name: "authenticate".to_owned(),
+        kind: SpanKind::Internal,
+        start,
+        end: SystemTime::now(),
+        attributes,
+        failed: error.is_some(),
+    });
 }
 
 const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";

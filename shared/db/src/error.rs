@@ -80,6 +80,20 @@ impl DbError {
         }
     }
 
+    /// A short, fixed name of the failure's kind, for traces and metrics (never the
+    /// server's message, which can quote values).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Connect(_) => "connect",
+            Self::ConnectionLost(_) => "connection_lost",
+            Self::Timeout(_) => "timeout",
+            Self::Query(_) => "query",
+            Self::Tls(_) => "tls",
+            Self::Secret(_) => "secret",
+            Self::UnsafeRole(_) => "unsafe_role",
+        }
+    }
+
     /// Returns true if and only if retrying on a fresh connection may succeed.
     pub(crate) fn is_connection(&self) -> bool {
         matches!(self, Self::ConnectionLost(_))

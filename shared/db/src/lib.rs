@@ -25,7 +25,7 @@ mod tls;
 mod tx;
 
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::sync::Mutex;
@@ -90,6 +90,26 @@ impl Db {
     where
         F: for<'t> Fn(Tx<'t>) -> TxFuture<'t, T>,
     {
+        self.read_counting(tenant, deadline, body)
+            .await
+            .map(|(value, _)| value)
+    }
+
+    /// [`Db::read`], also answering how many rows the body's statements returned (those of
+    /// the attempt that succeeded).
+    ///
+    /// # Errors
+    ///
+    /// As [`Db::read`].
+    pub async fn read_counting<T, F>(
+        &self,
+        tenant: &str,
+        deadline: std::time::Instant,
+        body: F,
+    ) -> Result<(T, u64), DbError>
+    where
+        F: for<'t> Fn(Tx<'t>) -> TxFuture<'t, T>,
+    {
         let deadline = Instant::from_std(deadline);
         // One invocation at a time per sandbox in Lambda; locally (`cargo lambda watch`,
         // tests) callers can queue here, and the queue counts against their deadline.
@@ -114,6 +134,7 @@ impl Db {
             };
             let timeout_ms = server_budget.as_millis().max(1).to_string();
             let ended = AtomicBool::new(false);
+            let rows = AtomicU64::new(0);
             let transaction = async {
                 let settings: [Param<'_>; 2] = [(&tenant, Type::TEXT), (&timeout_ms, Type::TEXT)];
                 let begin = client.query_typed("BEGIN READ ONLY", &[]);
@@ -137,6 +158,7 @@ impl Db {
                 let tx = Tx {
                     client,
                     ended: &ended,
+                    rows: &rows,
                 };
                 let (begun, set, value) = tokio::join!(begin, setup, body(tx));
                 begun.map_err(DbError::from_query)?;
@@ -146,6 +168,7 @@ impl Db {
                     Tx {
                         client,
                         ended: &ended,
+                        rows: &rows,
                     }
                     .commit()
                     .await?;
@@ -173,7 +196,7 @@ impl Db {
             // (the COMMIT rolled it back); any other may still be open.
             conn.dirty = !ended.load(Ordering::Relaxed);
             match result {
-                Ok(value) => return Ok(value),
+                Ok(value) => return Ok((value, rows.load(Ordering::Relaxed))),
                 Err(e) if e.is_connection() && attempt == 1 => {
                     tracing::warn!(error = %e, "database connection lost; reconnecting once");
                     conn.client = None;

@@ -3,7 +3,7 @@
 use std::future::Future;
 use std::ops::ControlFlow;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use futures_util::TryStreamExt;
 use tokio_postgres::types::{ToSql, Type};
@@ -31,6 +31,8 @@ pub struct Tx<'a> {
     /// the transaction is over, whatever the statements before it did (a `COMMIT` after a
     /// failed statement rolls back).
     pub(crate) ended: &'a AtomicBool,
+    /// Rows the body's statements returned (for the read's trace span).
+    pub(crate) rows: &'a AtomicU64,
 }
 
 impl Tx<'_> {
@@ -41,10 +43,17 @@ impl Tx<'_> {
     /// [`DbError::Timeout`] when the transaction's statement timeout fired,
     /// [`DbError::ConnectionLost`] when the connection died, [`DbError::Query`] otherwise.
     pub async fn query(&self, sql: &str, params: &[Param<'_>]) -> Result<Vec<Row>, DbError> {
-        self.client
+        let rows = self
+            .client
             .query_typed(sql, params)
             .await
-            .map_err(DbError::from_query)
+            .map_err(DbError::from_query)?;
+        self.count(rows.len());
+        Ok(rows)
+    }
+
+    fn count(&self, rows: usize) {
+        self.rows.fetch_add(rows as u64, Ordering::Relaxed);
     }
 
     /// Runs the transaction's last statement and commits, in one flight: returns its rows.
@@ -83,6 +92,7 @@ impl Tx<'_> {
         let mut rows: [Vec<Row>; N] = std::array::from_fn(|_| Vec::new());
         for (slot, result) in rows.iter_mut().zip(results) {
             *slot = result.map_err(DbError::from_query)?;
+            self.count(slot.len());
         }
         committed?;
         Ok(rows)
@@ -150,6 +160,7 @@ impl Tx<'_> {
                 break;
             }
         }
+        self.count(seen as usize);
         Ok(seen)
     }
 }

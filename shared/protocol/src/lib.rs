@@ -30,6 +30,7 @@ pub mod resources;
 pub mod result;
 pub mod schema;
 pub mod server;
+pub mod telemetry;
 pub mod text;
 mod uri_template;
 pub mod version;

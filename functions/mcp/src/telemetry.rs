@@ -1,0 +1,503 @@
+//! Traces that join the caller's: one server span per request, named and described as the
+//! OpenTelemetry semantic conventions for MCP say (`{mcp.method.name} {gen_ai.tool.name}`),
+//! with the parts the request recorded (authentication, database reads) as its children,
+//! parented on the client's `_meta.traceparent` (SEP-414) or else on the Lambda trace
+//! header, and sent over OTLP/HTTP (JSON) to a collector, such as the one AWS's
+//! OpenTelemetry Lambda layer runs beside the function on `localhost:4318`.
+//!
+//! Off unless `OTEL_EXPORTER_OTLP_ENDPOINT` (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) is
+//! set: then nothing is collected and nothing is parsed twice. On, a request costs one
+//! loopback POST, awaited before the answer leaves (a frozen sandbox would lose it).
+//!
+//! Written here rather than with the `opentelemetry-otlp` exporter: that crate's HTTP
+//! transport brings a second `reqwest` major and the protobuf stack into a binary whose
+//! size is its cold start, to emit three kinds of span in a JSON wire format that is
+//! stable (OTLP 1.x).
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use mcp_env::{Env, EnvError};
+use mcp_protocol::telemetry::{AttrValue, SpanKind, SpanRecord};
+use mcp_protocol::text::{LOGGED_NAME_BYTES, elided};
+use ring::rand::{SecureRandom, SystemRandom};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::metrics::RequestTrace;
+
+/// Where traces go and how they are named.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TelemetryConfig {
+    /// The OTLP/HTTP traces URL (`…/v1/traces`).
+    pub endpoint: String,
+    /// `OTEL_SERVICE_NAME`, `event-store-mcp` by default.
+    pub service_name: String,
+    /// The longest an export may hold the answer back (`OTEL_EXPORTER_OTLP_TIMEOUT`, ms).
+    pub timeout: Duration,
+}
+
+impl TelemetryConfig {
+    /// `None` when no OTLP endpoint is set or `OTEL_TRACES_EXPORTER=none`.
+    ///
+    /// # Errors
+    ///
+    /// Names a malformed variable.
+    pub fn from_env<F: Fn(&str) -> Option<String>>(env: &Env<F>) -> Result<Option<Self>, EnvError> {
+        if env.text("OTEL_TRACES_EXPORTER").as_deref() == Some("none") {
+            return Ok(None);
+        }
+        // The OTLP exporter specification: the signal's own variable is the whole URL; the
+        // general one is a base the signal's path is appended to.
+        let endpoint = match (
+            env.text("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
+            env.text("OTEL_EXPORTER_OTLP_ENDPOINT"),
+        ) {
+            (Some(url), _) => url,
+            (None, Some(base)) => format!("{}/v1/traces", base.trim_end_matches('/')),
+            (None, None) => return Ok(None),
+        };
+        if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
+            return Err(EnvError {
+                name: "OTEL_EXPORTER_OTLP_ENDPOINT",
+                expected: "an http:// or https:// URL",
+                value: endpoint,
+            });
+        }
+        Ok(Some(Self {
+            endpoint,
+            service_name: env
+                .text("OTEL_SERVICE_NAME")
+                .unwrap_or_else(|| "event-store-mcp".to_owned()),
+            timeout: env.millis("OTEL_EXPORTER_OTLP_TIMEOUT", Duration::from_millis(500))?,
+        }))
+    }
+}
+
+/// The trace a request joins: its id, the span it is a child of, and whether the caller
+/// samples it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Parent {
+    pub(crate) trace_id: String,
+    pub(crate) span_id: String,
+    pub(crate) sampled: bool,
+    pub(crate) trace_state: Option<String>,
+}
+
+/// W3C Trace Context `traceparent`, version 00 (later versions are read as 00, as the
+/// recommendation says): `00-<32 hex>-<16 hex>-<2 hex flags>`; all-zero ids are invalid.
+pub(crate) fn parse_traceparent(value: &str, trace_state: Option<String>) -> Option<Parent> {
+    let mut parts = value.trim().split('-');
+    let (version, trace_id, span_id, flags) =
+        (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    let hex =
+        |s: &str, len| s.len() == len && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    let nonzero = |s: &str| s.bytes().any(|b| b != b'0');
+    if !hex(version, 2) || version == "ff" || (version == "00" && parts.next().is_some()) {
+        return None;
+    }
+    if !(hex(trace_id, 32)
+        && hex(span_id, 16)
+        && hex(flags, 2)
+        && nonzero(trace_id)
+        && nonzero(span_id))
+    {
+        return None;
+    }
+    let flags = u8::from_str_radix(flags, 16).ok()?;
+    Some(Parent {
+        trace_id: trace_id.to_owned(),
+        span_id: span_id.to_owned(),
+        sampled: flags & 1 == 1,
+        trace_state,
+    })
+}
+
+/// The Lambda (X-Ray) trace header: `Root=1-<8 hex>-<24 hex>;Parent=<16 hex>;Sampled=<0|1>`.
+/// Its root is a W3C trace id once the `1-` and the dash are dropped.
+pub(crate) fn parse_xray(value: &str) -> Option<Parent> {
+    let field = |name: &str| {
+        value
+            .split(';')
+            .find_map(|kv| kv.trim().strip_prefix(name)?.strip_prefix('='))
+    };
+    let root = field("Root")?.strip_prefix("1-")?;
+    let (time, rest) = root.split_once('-')?;
+    let traceparent = format!(
+        "00-{}{}-{}-{}",
+        time.to_ascii_lowercase(),
+        rest.to_ascii_lowercase(),
+        field("Parent")?.to_ascii_lowercase(),
+        if field("Sampled") == Some("1") {
+            "01"
+        } else {
+            "00"
+        }
+    );
+    parse_traceparent(&traceparent, None)
+}
+
+#[derive(Deserialize)]
+struct Probe {
+    params: Option<ProbeParams>,
+}
+
+#[derive(Deserialize)]
+struct ProbeParams {
+    #[serde(rename = "_meta")]
+    meta: Option<ProbeMeta>,
+}
+
+#[derive(Deserialize)]
+struct ProbeMeta {
+    traceparent: Option<String>,
+    tracestate: Option<String>,
+}
+
+/// The trace context a request carries in `params._meta` (SEP-414), if any and valid. A
+/// batch, or a body that is not JSON, carries none.
+pub(crate) fn meta_parent(body: &[u8]) -> Option<Parent> {
+    let meta = serde_json::from_slice::<Probe>(body).ok()?.params?.meta?;
+    // W3C Trace Context bounds tracestate at 32 members of at most 256 bytes.
+    let state = meta.tracestate.filter(|s| s.len() <= 8192);
+    parse_traceparent(&meta.traceparent?, state)
+}
+
+/// The request's own span, as the transport saw it.
+pub(crate) struct ServerSpan {
+    pub(crate) name: String,
+    pub(crate) start: SystemTime,
+    pub(crate) end: SystemTime,
+    pub(crate) attributes: Vec<(&'static str, AttrValue)>,
+    pub(crate) failed: bool,
+}
+
+#[derive(Deserialize)]
+struct ErrorProbe {
+    error: Option<ErrorCode>,
+}
+
+#[derive(Deserialize)]
+struct ErrorCode {
+    code: i64,
+}
+
+/// The server span of one request, from what the transport recorded: named
+/// `{mcp.method.name} {gen_ai.tool.name}` for a tool call and `{mcp.method.name}` otherwise,
+/// with the conventions' attributes. A tool name is the client's text: only a registered
+/// one is used, as for the metrics' dimension.
+pub(crate) fn server_span(
+    trace: &RequestTrace,
+    status: u16,
+    body: &[u8],
+    start: SystemTime,
+    request_id: &str,
+) -> ServerSpan {
+    let method = trace
+        .method
+        .as_deref()
+        .map(|m| elided(m, LOGGED_NAME_BYTES).into_owned());
+    let tool = trace
+        .call
+        .as_ref()
+        .filter(|c| c.known_tool && !c.tool.contains('/'))
+        .map(|c| c.tool.clone());
+    let name = match (&method, &tool) {
+        (Some(m), Some(t)) => format!("{m} {t}"),
+        (Some(m), None) => m.clone(),
+        (None, _) => "POST".to_owned(),
+    };
+    let mut attributes: Vec<(&'static str, AttrValue)> = vec![
+        ("network.protocol.name", "http".into()),
+        ("http.request.method", "POST".into()),
+        ("http.response.status_code", i64::from(status).into()),
+        ("jsonrpc.protocol.version", "2.0".into()),
+    ];
+    if let Some(m) = method {
+        attributes.push(("mcp.method.name", m.into()));
+    }
+    if let Some(v) = trace.version {
+        attributes.push(("mcp.protocol.version", v.as_str().into()));
+    }
+    if let Some(t) = tool {
+        attributes.push(("gen_ai.tool.name", t.into()));
+        attributes.push(("gen_ai.operation.name", "execute_tool".into()));
+    }
+    if !request_id.is_empty() {
+        attributes.push(("faas.invocation_id", request_id.into()));
+    }
+    // error.type: the HTTP status of a refusal (401, 403, 429, ...), else the JSON-RPC
+    // error code of an error answered in a 200, else `tool_error` for an isError result.
+    let code = serde_json::from_slice::<ErrorProbe>(body)
+        .ok()
+        .and_then(|p| p.error)
+        .map(|e| e.code);
+    let error = match (code, &trace.call) {
+        _ if status >= 400 => Some(status.to_string()),
+        (Some(code), _) => Some(code.to_string()),
+        (None, Some(call)) if call.is_error => Some("tool_error".to_owned()),
+        _ => None,
+    };
+    if let Some(code) = code {
+        attributes.push(("rpc.response.status_code", code.to_string().into()));
+    }
+    let failed = error.is_some();
+    if let Some(error) = error {
+        attributes.push(("error.type", error.into()));
+    }
+    ServerSpan {
+        name,
+        start,
+        end: SystemTime::now(),
+        attributes,
+        failed,
+    }
+}
+
+/// Sends each request's spans to the collector.
+pub(crate) struct Exporter {
+    config: TelemetryConfig,
+    client: reqwest::Client,
+    random: SystemRandom,
+    resource: Value,
+}
+
+impl Exporter {
+    pub(crate) fn new(config: TelemetryConfig) -> Self {
+        let mut resource = vec![
+            attribute("service.name", &AttrValue::Str(config.service_name.clone())),
+            attribute("service.version", &env!("CARGO_PKG_VERSION").into()),
+            attribute("cloud.provider", &"aws".into()),
+        ];
+        for (key, var) in [
+            ("faas.name", "AWS_LAMBDA_FUNCTION_NAME"),
+            ("faas.version", "AWS_LAMBDA_FUNCTION_VERSION"),
+            ("cloud.region", "AWS_REGION"),
+        ] {
+            if let Ok(value) = std::env::var(var) {
+                resource.push(attribute(key, &value.into()));
+            }
+        }
+        Self {
+            client: reqwest::Client::builder()
+                .timeout(config.timeout)
+                .build()
+                .unwrap_or_default(),
+            config,
+            random: SystemRandom::new(),
+            resource: json!({ "attributes": resource }),
+        }
+    }
+
+    /// Gives the spans their ids (a new trace unless `parent` says which) and sends them;
+    /// a failure is logged and forgotten: telemetry never fails a request.
+    pub(crate) async fn export(
+        &self,
+        parent: Option<&Parent>,
+        server: ServerSpan,
+        parts: Vec<SpanRecord>,
+    ) {
+        if parent.is_some_and(|p| !p.sampled) {
+            return;
+        }
+        let trace_id = parent.map_or_else(|| self.id(16), |p| p.trace_id.clone());
+        let server_id = self.id(8);
+        let mut spans = vec![span_json(
+            &trace_id,
+            &server_id,
+            parent.map(|p| p.span_id.as_str()),
+            parent.and_then(|p| p.trace_state.as_deref()),
+            &server.name,
+            2, // SPAN_KIND_SERVER
+            server.start,
+            server.end,
+            &server.attributes,
+            server.failed,
+        )];
+        for part in &parts {
+            let kind = match part.kind {
+                SpanKind::Internal => 1,
+                SpanKind::Client => 3,
+            };
+            spans.push(span_json(
+                &trace_id,
+                &self.id(8),
+                Some(&server_id),
+                None,
+                &part.name,
+                kind,
+                part.start,
+                part.end,
+                &part.attributes,
+                part.failed,
+            ));
+        }
+        let body = json!({
+            "resourceSpans": [{
+                "resource": self.resource,
+                "scopeSpans": [{
+                    "scope": { "name": "event-store-mcp", "version": env!("CARGO_PKG_VERSION") },
+                    "spans": spans,
+                }],
+            }],
+        });
+        let sent = self
+            .client
+            .post(&self.config.endpoint)
+            .json(&body)
+            .send()
+            .await;
+        match sent {
+            Ok(r) if r.status().is_success() => {}
+            Ok(r) => tracing::warn!(
+                http.status = r.status().as_u16(),
+                "the trace collector refused the spans"
+            ),
+            Err(e) => {
+                tracing::warn!(error = %e.without_url(), "the spans could not be sent to the trace collector")
+            }
+        }
+    }
+
+    /// A random id of `bytes` bytes, in lowercase hex (OTLP/JSON's form of ids).
+    fn id(&self, bytes: usize) -> String {
+        let mut raw = [0u8; 16];
+        let raw = &mut raw[..bytes];
+        // SystemRandom fails only when the OS has no randomness; an id of the clock's
+        // nanoseconds still tells spans apart.
+        if self.random.fill(raw).is_err() {
+            let nanos = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(1, |d| d.as_nanos());
+            for (i, b) in raw.iter_mut().enumerate() {
+                *b = (nanos >> (8 * (i % 16))) as u8 | 1;
+            }
+        }
+        raw.iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn span_json(
+    trace_id: &str,
+    span_id: &str,
+    parent: Option<&str>,
+    trace_state: Option<&str>,
+    name: &str,
+    kind: u8,
+    start: SystemTime,
+    end: SystemTime,
+    attributes: &[(&'static str, AttrValue)],
+    failed: bool,
+) -> Value {
+    let nanos = |t: SystemTime| {
+        t.duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+            .to_string()
+    };
+    let mut span = json!({
+        "traceId": trace_id,
+        "spanId": span_id,
+        "name": name,
+        "kind": kind,
+        "startTimeUnixNano": nanos(start),
+        "endTimeUnixNano": nanos(end),
+        "attributes": attributes.iter().map(|(k, v)| attribute(k, v)).collect::<Vec<_>>(),
+        // STATUS_CODE_ERROR, or UNSET: the conventions leave success unset.
+        "status": { "code": if failed { 2 } else { 0 } },
+    });
+    if let Some(parent) = parent {
+        span["parentSpanId"] = json!(parent);
+    }
+    if let Some(state) = trace_state {
+        span["traceState"] = json!(state);
+    }
+    span
+}
+
+fn attribute(key: &str, value: &AttrValue) -> Value {
+    let value = match value {
+        AttrValue::Str(s) => json!({ "stringValue": s }),
+        // OTLP/JSON carries 64-bit integers as strings.
+        AttrValue::Int(i) => json!({ "intValue": i.to_string() }),
+        AttrValue::Bool(b) => json!({ "boolValue": b }),
+    };
+    json!({ "key": key, "value": value })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn traceparents_are_read_as_w3c_trace_context_says() {
+        let p = parse_traceparent(
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            None,
+        )
+        .unwrap();
+        assert_eq!(p.trace_id, "4bf92f3577b34da6a3ce929d0e0e4736");
+        assert_eq!(p.span_id, "00f067aa0ba902b7");
+        assert!(p.sampled);
+        assert!(
+            !parse_traceparent(
+                "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00",
+                None
+            )
+            .unwrap()
+            .sampled
+        );
+        // A later version may add fields; version 00 may not.
+        assert!(
+            parse_traceparent(
+                "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x",
+                None
+            )
+            .is_some()
+        );
+        for bad in [
+            "",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x",
+            "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e473-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
+        ] {
+            assert!(parse_traceparent(bad, None).is_none(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_lambda_trace_header_becomes_a_w3c_parent() {
+        let p = parse_xray(
+            "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1",
+        )
+        .unwrap();
+        assert_eq!(p.trace_id, "5759e988bd862e3fe1be46a994272793");
+        assert_eq!(p.span_id, "53995c3f42cd8ad8");
+        assert!(p.sampled);
+        assert!(
+            !parse_xray(
+                "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=0"
+            )
+            .unwrap()
+            .sampled
+        );
+        assert!(
+            parse_xray("Root=1-5759e988-bd862e3fe1be46a994272793").is_none(),
+            "no parent"
+        );
+        assert!(parse_xray("Self=1-5759e988-bd862e3fe1be46a994272793").is_none());
+    }
+
+    #[test]
+    fn meta_traceparent_is_read_from_a_single_request_only() {
+        let body = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","tracestate":"k=v"}}}"#;
+        let p = meta_parent(body).unwrap();
+        assert_eq!(p.trace_state.as_deref(), Some("k=v"));
+        assert!(meta_parent(b"[{}]").is_none());
+        assert!(meta_parent(b"not json").is_none());
+        assert!(meta_parent(br#"{"params":{"_meta":{"traceparent":5}}}"#).is_none());
+    }
+}

@@ -176,6 +176,18 @@ const MCP_DEFAULTS: &[(&str, &str)] = &[
         "DB_CONNECT_TIMEOUT_MS",
         "default 3 s, and the request deadline bounds it",
     ),
+    (
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_ENDPOINT names the collector layer's base URL",
+    ),
+    (
+        "OTEL_EXPORTER_OTLP_TIMEOUT",
+        "default 500 ms: the collector is on localhost",
+    ),
+    (
+        "OTEL_TRACES_EXPORTER",
+        "traces are on exactly when the collector layer is added",
+    ),
 ];
 
 /// The template and the code agree on `function`'s settings: every variable the code reads

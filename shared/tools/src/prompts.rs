@@ -97,11 +97,14 @@ pub fn register_prompts(prompts: &mut Prompts, store: Arc<Store>) -> Result<(), 
     Ok(())
 }
 
-/// The window's start and end as RFC 3339 instants (whole seconds), and its text.
+/// The window's start and end as RFC 3339 instants (whole seconds), its text, and the
+/// `count_events` bucket that shows it in a readable number of rows (and within the tool's
+/// 1,000 buckets).
 struct Window {
     since: String,
     until: String,
     text: String,
+    bucket: &'static str,
 }
 
 fn window(args: &PromptArguments) -> Result<Window, ToolError> {
@@ -136,10 +139,18 @@ fn window(args: &PromptArguments) -> Result<Window, ToolError> {
     let since = until
         .checked_sub(length)
         .map_err(|e| ToolError::Internal(Box::new(e)))?;
+    let bucket = if length < SignedDuration::from_hours(2) {
+        "minute"
+    } else if length <= SignedDuration::from_hours(40 * 24) {
+        "hour"
+    } else {
+        "day"
+    };
     Ok(Window {
         since: since.to_string(),
         until: until.to_string(),
         text: text.to_owned(),
+        bucket,
     })
 }
 
@@ -193,7 +204,7 @@ async fn triage_incident(
         ),
         counts = call(
             "count_events",
-            json!({ "entity_id": entity, "since": since, "until": until, "bucket": "hour", "group_by": "severity" })
+            json!({ "entity_id": entity, "since": since, "until": until, "bucket": w.bucket, "group_by": "severity" })
         ),
         changes = changes_step(&entity, &types, since, until),
         firing = call(
@@ -286,7 +297,7 @@ async fn what_changed(
     plan.push_str(&format!(
         "2. For each change, find its outcome: a finished or failed event after a started one, a rollback, or warnings and errors in the hour after it ({}).\n\n\
          Answer with one line per change: when, what (version, key or flag), who or what made it, and its outcome, with event ids.",
-        call("count_events", json!({ "entity_id": entity, "since": since, "until": until, "bucket": "hour", "group_by": "severity" })),
+        call("count_events", json!({ "entity_id": entity, "since": since, "until": until, "bucket": w.bucket, "group_by": "severity" })),
     ));
     rendered(
         format!("Changes to {entity}, last {}", w.text),
@@ -342,7 +353,7 @@ fn daily_digest(args: &PromptArguments) -> PromptResult {
         counts = call(
             "count_events",
             only(
-                json!({ "since": since, "until": until, "bucket": "hour", "group_by": "event_type" })
+                json!({ "since": since, "until": until, "bucket": w.bucket, "group_by": "event_type" })
             )
         ),
         worst = call(
@@ -373,8 +384,14 @@ mod tests {
 
     #[test]
     fn windows_are_minutes_hours_or_days_up_to_ninety_days() {
-        for (text, hours) in [("30m", 0.5), ("6h", 6.0), ("7d", 168.0), ("90d", 2160.0)] {
+        for (text, hours, bucket) in [
+            ("30m", 0.5, "minute"),
+            ("6h", 6.0, "hour"),
+            ("7d", 168.0, "hour"),
+            ("90d", 2160.0, "day"),
+        ] {
             let w = window(&args(&[("window", text)])).unwrap();
+            assert_eq!(w.bucket, bucket, "{text}");
             let since: Timestamp = w.since.parse().unwrap();
             let until: Timestamp = w.until.parse().unwrap();
             assert_eq!(

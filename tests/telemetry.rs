@@ -47,7 +47,9 @@ impl Receiver {
     /// The spans of the export `n` (0-based), by name.
     fn spans(&self, n: usize) -> Vec<Value> {
         let bodies = self.bodies.lock().unwrap();
-        let body = bodies.get(n).unwrap_or_else(|| panic!("export {n} of {}", bodies.len()));
+        let body = bodies
+            .get(n)
+            .unwrap_or_else(|| panic!("export {n} of {}", bodies.len()));
         body["resourceSpans"][0]["scopeSpans"][0]["spans"]
             .as_array()
             .unwrap()
@@ -133,11 +135,26 @@ async fn a_tool_call_is_a_server_span_under_the_clients_traceparent_with_its_par
     assert_eq!(server["traceId"], PARENT_TRACE);
     assert_eq!(server["parentSpanId"], PARENT_SPAN);
     assert_eq!(server["traceState"], "vendor=1");
-    assert_eq!(attr(server, "mcp.method.name").unwrap()["stringValue"], "tools/call");
-    assert_eq!(attr(server, "gen_ai.tool.name").unwrap()["stringValue"], "query_events");
-    assert_eq!(attr(server, "gen_ai.operation.name").unwrap()["stringValue"], "execute_tool");
-    assert_eq!(attr(server, "mcp.protocol.version").unwrap()["stringValue"], "2025-11-25");
-    assert_eq!(attr(server, "http.response.status_code").unwrap()["intValue"], "200");
+    assert_eq!(
+        attr(server, "mcp.method.name").unwrap()["stringValue"],
+        "tools/call"
+    );
+    assert_eq!(
+        attr(server, "gen_ai.tool.name").unwrap()["stringValue"],
+        "query_events"
+    );
+    assert_eq!(
+        attr(server, "gen_ai.operation.name").unwrap()["stringValue"],
+        "execute_tool"
+    );
+    assert_eq!(
+        attr(server, "mcp.protocol.version").unwrap()["stringValue"],
+        "2025-11-25"
+    );
+    assert_eq!(
+        attr(server, "http.response.status_code").unwrap()["intValue"],
+        "200"
+    );
     assert!(attr(server, "mcp.session.id").is_none(), "session-less");
     assert!(attr(server, "error.type").is_none());
     let server_id = server["spanId"].as_str().unwrap();
@@ -151,15 +168,41 @@ async fn a_tool_call_is_a_server_span_under_the_clients_traceparent_with_its_par
         assert_ne!(part["spanId"], server_id);
     }
     assert_eq!(read["kind"], 3, "CLIENT");
-    assert_eq!(attr(read, "db.system.name").unwrap()["stringValue"], "postgresql");
-    assert_eq!(attr(read, "db.response.returned_rows").unwrap()["intValue"], "4", "3 events and the probe row");
+    assert_eq!(
+        attr(read, "db.system.name").unwrap()["stringValue"],
+        "postgresql"
+    );
+    assert_eq!(
+        attr(read, "db.response.returned_rows").unwrap()["intValue"],
+        "4",
+        "3 events and the probe row"
+    );
     assert_eq!(attr(auth, "mcp.auth.outcome").unwrap()["stringValue"], "ok");
-    let starts = |s: &Value| s["startTimeUnixNano"].as_str().unwrap().parse::<u128>().unwrap();
-    let ends = |s: &Value| s["endTimeUnixNano"].as_str().unwrap().parse::<u128>().unwrap();
+    let starts = |s: &Value| {
+        s["startTimeUnixNano"]
+            .as_str()
+            .unwrap()
+            .parse::<u128>()
+            .unwrap()
+    };
+    let ends = |s: &Value| {
+        s["endTimeUnixNano"]
+            .as_str()
+            .unwrap()
+            .parse::<u128>()
+            .unwrap()
+    };
     assert!(starts(server) <= starts(read) && ends(read) <= ends(server));
     // No token, no SQL, no stored value in anything sent.
     let raw = receiver.raw();
-    for secret in [acme.as_str(), "Bearer", "SELECT id", "tenant_id", "acme", "SECRET-GLOBEX"] {
+    for secret in [
+        acme.as_str(),
+        "Bearer",
+        "SELECT id",
+        "tenant_id",
+        "acme",
+        "SECRET-GLOBEX",
+    ] {
         assert!(!raw.contains(secret), "{secret} in {raw}");
     }
 }
@@ -186,15 +229,25 @@ async fn without_meta_the_lambda_trace_header_is_the_parent_and_refusals_are_err
     let refused = request(&app, "not-a-token", &list, None).await;
     assert_eq!(refused.status, 401);
     let spans = receiver.spans(2);
-    assert_eq!(attr(named(&spans, "POST"), "error.type").unwrap()["stringValue"], "401");
+    assert_eq!(
+        attr(named(&spans, "POST"), "error.type").unwrap()["stringValue"],
+        "401"
+    );
     let auth = named(&spans, "authenticate");
-    assert_eq!(attr(auth, "error.type").unwrap()["stringValue"], "malformed");
+    assert_eq!(
+        attr(auth, "error.type").unwrap()["stringValue"],
+        "malformed"
+    );
     assert_eq!(auth["status"]["code"], 2);
     // A JSON-RPC error names its code.
-    let unknown = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "nope"}});
+    let unknown =
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "nope"}});
     request(&app, &acme, &unknown, None).await;
     let server = named(&receiver.spans(3), "tools/call").clone();
-    assert_eq!(attr(&server, "error.type").unwrap()["stringValue"], "-32602");
+    assert_eq!(
+        attr(&server, "error.type").unwrap()["stringValue"],
+        "-32602"
+    );
     // A caller that does not sample: nothing is sent.
     let unsampled = json!({
         "jsonrpc": "2.0", "id": 4, "method": "tools/list",

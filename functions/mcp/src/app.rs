@@ -14,6 +14,7 @@ use crate::config::Config;
 use crate::metrics::{Emf, MetricSink, RequestTrace, stdout_sink};
 use crate::state::Inner;
 use crate::telemetry::{self, Exporter, TelemetryConfig};
+use crate::traceparent;
 use crate::transport;
 
 /// The function's state: built once per sandbox, shared by every invocation.
@@ -84,7 +85,7 @@ impl App {
                     .get("x-amzn-trace-id")
                     .and_then(|v| v.to_str().ok())
             })
-            .and_then(telemetry::parse_xray);
+            .and_then(traceparent::parse_xray);
         let wall_start = SystemTime::now();
         let ((response, trace), parts) =
             collector::collect(transport::handle(&self.inner, req)).await;

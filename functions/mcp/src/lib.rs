@@ -15,6 +15,7 @@ pub mod limits;
 pub mod metrics;
 mod state;
 pub mod telemetry;
+mod traceparent;
 mod transport;
 mod wire;
 

@@ -31,7 +31,7 @@ pub(crate) struct RequestTrace {
     /// The revision the request was answered in, once read (for its trace span).
     pub(crate) version: Option<mcp_protocol::ProtocolVersion>,
     /// The trace context of the request's `_meta`, read only when traces are on.
-    pub(crate) parent: Option<crate::telemetry::Parent>,
+    pub(crate) parent: Option<crate::traceparent::Parent>,
 }
 
 /// The metrics of a tool call: EMF's metric definitions name them, the line carries their

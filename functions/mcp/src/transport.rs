@@ -78,7 +78,7 @@ async fn route(app: &Inner, req: Request, trace: &mut RequestTrace) -> Response<
         return Rejection::too_large(config.max_body_bytes).into_response();
     }
     if collector::enabled() {
-        trace.parent = crate::telemetry::meta_parent(body);
+        trace.parent = crate::traceparent::meta_parent(body);
     }
     let incoming = Incoming {
         body,

@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::context::RequestContext;
-use crate::registry::{BoxFuture, DEFAULT_TOOL_MAX_DURATION};
+use crate::registry::{BoxFuture, DEFAULT_TOOL_MAX_DURATION, add_scopes, valid_name};
 use crate::result::{Outcome, ToolError};
 
 /// A prompt's arguments as the client sent them: every value is a string
@@ -268,12 +268,7 @@ impl Prompts {
     /// A name outside the tools' alphabet, a name registered twice, or an argument named
     /// twice or not at all.
     pub fn register(&mut self, def: PromptDef) -> Result<&mut Self, PromptError> {
-        let name_ok = (1..=64).contains(&def.name.len())
-            && def
-                .name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
-        if !name_ok {
+        if !valid_name(&def.name) {
             return Err(PromptError::BadName(def.name));
         }
         if self.get(&def.name).is_some() {
@@ -310,9 +305,7 @@ impl Prompts {
                 .collect();
             listing["arguments"] = Value::Array(arguments);
         }
-        self.all_scopes.extend(def.required_scopes.iter().cloned());
-        self.all_scopes.sort();
-        self.all_scopes.dedup();
+        add_scopes(&mut self.all_scopes, &def.required_scopes);
         self.entries.push(Prompt { def, listing });
         Ok(self)
     }

@@ -308,14 +308,7 @@ impl Tools {
     /// Fails on a bad or duplicate name, or a schema that is not an object schema or does
     /// not compile.
     pub fn register(&mut self, mut def: ToolDef) -> Result<&mut Self, RegistryError> {
-        // SEP-986 allows 1-128 chars; conformance builds disagree on the upper bound, so we
-        // keep to the intersection (1-64 of [A-Za-z0-9_.-]).
-        let name_ok = (1..=64).contains(&def.name.len())
-            && def
-                .name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
-        if !name_ok {
+        if !valid_name(&def.name) {
             return Err(RegistryError::BadName(def.name));
         }
         if self.get(&def.name).is_some() {
@@ -357,9 +350,7 @@ impl Tools {
                 members.insert("outputSchema".into(), schema);
             }
         }
-        self.all_scopes.extend(def.required_scopes.iter().cloned());
-        self.all_scopes.sort();
-        self.all_scopes.dedup();
+        add_scopes(&mut self.all_scopes, &def.required_scopes);
         self.tools.push(Tool {
             def,
             input_validator,
@@ -394,6 +385,22 @@ impl Tools {
     pub fn all_scopes(&self) -> &[String] {
         &self.all_scopes
     }
+}
+
+/// A tool's or prompt's name: SEP-986 allows 1-128 characters; conformance builds disagree
+/// on the upper bound, so we keep to the intersection (1-64 of `[A-Za-z0-9_.-]`).
+pub(crate) fn valid_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+}
+
+/// Adds `scopes` to a registry's sorted, deduplicated list of every scope it requires.
+pub(crate) fn add_scopes(all: &mut Vec<String>, scopes: &[String]) {
+    all.extend(scopes.iter().cloned());
+    all.sort();
+    all.dedup();
 }
 
 fn compile(

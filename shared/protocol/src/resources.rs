@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use crate::context::RequestContext;
 use crate::prompts::Completer;
-use crate::registry::{BoxFuture, DEFAULT_TOOL_MAX_DURATION};
+use crate::registry::{BoxFuture, DEFAULT_TOOL_MAX_DURATION, add_scopes};
 use crate::result::ToolError;
 use crate::uri_template::{Part, expand, is_unreserved, match_parts};
 
@@ -317,9 +317,7 @@ impl Resources {
                 listing[field] = json!(value);
             }
         }
-        self.all_scopes.extend(def.required_scopes.iter().cloned());
-        self.all_scopes.sort();
-        self.all_scopes.dedup();
+        add_scopes(&mut self.all_scopes, &def.required_scopes);
         self.entries.push(Resource { def, listing });
         Ok(self)
     }

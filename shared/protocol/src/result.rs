@@ -414,6 +414,19 @@ pub struct CallRecord {
     pub structured_mirrored: bool,
 }
 
+impl CallRecord {
+    /// The record of a read that is not a tool call (`resources/read`, `prompts/get`,
+    /// `completion/complete`): the method stands where a tool's name would, for logs and
+    /// metrics.
+    pub fn of_method(method: &str) -> Self {
+        Self {
+            tool: method.to_owned(),
+            known_tool: true,
+            ..Self::default()
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -60,6 +60,17 @@ struct Answer {
     call: Option<CallRecord>,
 }
 
+impl Answer {
+    /// A read's answer with its record, which counts an error as one.
+    fn recorded(result: Result<Value, RpcError>, mut record: CallRecord) -> Self {
+        record.is_error = result.is_err();
+        Self {
+            result,
+            call: Some(record),
+        }
+    }
+}
+
 impl From<Result<Value, RpcError>> for Answer {
     fn from(result: Result<Value, RpcError>) -> Self {
         Self { result, call: None }

@@ -75,17 +75,9 @@ impl Server {
         params: Map<String, Value>,
         ctx: RequestContext,
     ) -> Answer {
-        let mut record = CallRecord {
-            tool: Method::PromptsGet.as_str().to_owned(),
-            known_tool: true,
-            ..CallRecord::default()
-        };
+        let mut record = CallRecord::of_method(Method::PromptsGet.as_str());
         let result = self.render_prompt(params, ctx, &mut record).await;
-        record.is_error = result.is_err();
-        Answer {
-            result,
-            call: Some(record),
-        }
+        Answer::recorded(result, record)
     }
 
     async fn render_prompt(
@@ -153,17 +145,9 @@ impl Server {
     }
 
     pub(super) async fn complete(&self, params: Map<String, Value>, ctx: RequestContext) -> Answer {
-        let mut record = CallRecord {
-            tool: Method::Complete.as_str().to_owned(),
-            known_tool: true,
-            ..CallRecord::default()
-        };
+        let mut record = CallRecord::of_method(Method::Complete.as_str());
         let result = self.run_completion(params, ctx, &mut record).await;
-        record.is_error = result.is_err();
-        Answer {
-            result,
-            call: Some(record),
-        }
+        Answer::recorded(result, record)
     }
 
     async fn run_completion(

@@ -43,17 +43,9 @@ impl Server {
         params: Map<String, Value>,
         ctx: RequestContext,
     ) -> Answer {
-        let mut record = CallRecord {
-            tool: Method::ResourcesRead.as_str().to_owned(),
-            known_tool: true,
-            ..CallRecord::default()
-        };
+        let mut record = CallRecord::of_method(Method::ResourcesRead.as_str());
         let result = self.read_contents(params, ctx, &mut record).await;
-        record.is_error = result.is_err();
-        Answer {
-            result,
-            call: Some(record),
-        }
+        Answer::recorded(result, record)
     }
 
     async fn read_contents(

@@ -317,6 +317,50 @@ async fn results_rank_by_relevance_then_recency_and_pages_follow_cursors() {
 }
 
 /// The one text block of a result, parsed: ChatGPT reads this JSON.
+#[tokio::test]
+async fn a_small_budget_gets_fewer_hits_never_a_refusal_whatever_the_query() {
+    let db = fixture().await;
+    db.admin
+        .batch_execute(
+            "INSERT INTO event_types (name, description, field_schema) VALUES ('error.logged', 'e', '{}'); \
+             INSERT INTO events (tenant_id, entity_id, entity_type, event_type, severity, occurred_at, ai_summary) \
+             SELECT 'acme', 'svc-checkout-' || i, 'service', 'error.logged', 4, \
+                    now() - make_interval(mins => i), 'checkout timeout number ' || i \
+             FROM generate_series(1, 40) AS i",
+        )
+        .await
+        .unwrap();
+    let app = app(&db);
+    let bearer = format!("Bearer {}", token(Some("acme")));
+    // The longest query there is, in 4-byte characters: the result repeats it, twice.
+    let long = format!("checkout or {}", "\u{1F525}".repeat(188));
+    assert_eq!(long.chars().count(), 200);
+    for (tool, args) in [
+        ("search_events", json!({"query": long, "limit": 50})),
+        ("search", json!({"query": long})),
+        ("search", json!({"query": "checkout"})),
+    ] {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": tool, "arguments": args,
+            "_meta": { mcp_protocol::budget::HINT_META: 4096 }}});
+        let a = send(
+            &app,
+            post_json(
+                &body,
+                &[
+                    ("authorization", bearer.as_str()),
+                    ("mcp-protocol-version", "2025-11-25"),
+                ],
+            ),
+        )
+        .await;
+        assert!(a.raw.len() <= 4096, "{tool}: {} bytes", a.raw.len());
+        let found = ok(&a);
+        let results = found["results"].as_array().unwrap();
+        assert!(!results.is_empty() && results.len() < 20, "{tool}: {found}");
+    }
+}
+
 fn text_json(a: &crate::support::http::Answer) -> Value {
     let content = a.result()["content"].as_array().unwrap();
     assert_eq!(content.len(), 1, "{a:?}");

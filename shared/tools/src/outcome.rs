@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use mcp_db::{DbError, Phase};
 use mcp_protocol::text::shortened;
-use mcp_protocol::{CallStats, CallToolResult, Outcome, ToolError, string_escapes, write_object};
+use mcp_protocol::{
+    CallStats, CallToolResult, Outcome, ToolError, string_escapes, structured_cost, write_object,
+};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -26,6 +28,23 @@ pub(crate) const LONG_VALUE_BYTES: usize = 32 * 1024;
 /// What a list result may spend outside its items: the JSON-RPC envelope, the result's own
 /// fields and a cursor, counted twice (structured content and its text mirror).
 pub(crate) const PAGE_OVERHEAD_BYTES: usize = 2 * 1024;
+
+/// The items of a list result that fit in `room` bytes (each costed as
+/// [`structured_cost`] says, plus its separator), in order, and whether any was left out.
+pub(crate) fn fitting(items: impl IntoIterator<Item = Value>, room: usize) -> (Vec<Value>, bool) {
+    let mut used = 0;
+    let mut kept = Vec::new();
+    for item in items {
+        // The comma between items.
+        let cost = structured_cost(&item) + 2;
+        if used + cost > room {
+            return (kept, true);
+        }
+        used += cost;
+        kept.push(item);
+    }
+    (kept, false)
+}
 
 pub(crate) fn done(value: Value, stats: CallStats) -> ToolResult {
     Ok(Outcome::Complete(

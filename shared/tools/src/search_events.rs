@@ -16,7 +16,7 @@ use tokio_postgres::types::Type;
 use crate::args::{tool, window};
 use crate::cursor::filter_hash;
 use crate::event::{SEVERITIES, Severity, col, severity_name};
-use crate::outcome::{PAGE_OVERHEAD_BYTES, STORED_TEXT_NOTICE, ToolResult, done};
+use crate::outcome::{PAGE_OVERHEAD_BYTES, STORED_TEXT_NOTICE, ToolResult, done, fitting};
 use crate::sql;
 use crate::store::{Store, tenant};
 
@@ -183,19 +183,14 @@ async fn run(store: Arc<Store>, args: Args, ctx: RequestContext) -> ToolResult {
         cursor: args.cursor,
     };
     let found = search(&store, NAME, &ctx, &query).await?;
-    let room = ctx.response_budget.saturating_sub(PAGE_OVERHEAD_BYTES);
-    let mut results = Vec::with_capacity(found.hits.len());
-    let mut used = 0;
-    for hit in &found.hits {
-        let item = hit.to_json();
-        // The comma between items.
-        let cost = structured_cost(&item) + 2;
-        if used + cost > room {
-            break;
-        }
-        used += cost;
-        results.push(item);
-    }
+    // The result repeats the query: up to 200 characters of up to 4 bytes, and escapes,
+    // counted twice. Beyond the page's usual overhead, so that a long query under a small
+    // budget gets fewer hits instead of a refusal.
+    let echoed = structured_cost(&Value::String(query.text.clone()));
+    let room = ctx
+        .response_budget
+        .saturating_sub(PAGE_OVERHEAD_BYTES + echoed);
+    let (results, _) = fitting(found.hits.iter().map(Hit::to_json), room);
     // The page ends at the row limit or at the budget; the cursor continues after the last
     // hit sent.
     let more = found.more || results.len() < found.hits.len();

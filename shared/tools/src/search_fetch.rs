@@ -14,7 +14,9 @@ use serde_json::{Value, json};
 use crate::args::tool;
 use crate::event::{Severity, severity_name};
 use crate::get_event;
-use crate::outcome::{STORED_TEXT_NOTICE, ToolResult, done, fail, read_rows};
+use crate::outcome::{
+    PAGE_OVERHEAD_BYTES, STORED_TEXT_NOTICE, ToolResult, done, fail, fitting, read_rows,
+};
 use crate::search_events::{Hit, Query, search};
 use crate::store::Store;
 
@@ -40,7 +42,7 @@ pub(crate) struct FetchArgs {
 pub(crate) fn search_def(store: Arc<Store>) -> ToolDef {
     tool(
         "search",
-        "Searches the incident event store (the last 30 days) for events matching the query; web-search syntax: words, \"exact phrases\", or, -excluded. Returns up to 20 results, best first, each with an id for fetch, a title and a citable url. search_events offers windows, severities and paging.",
+        "Searches the incident event store (the last 30 days) for events matching the query; web-search syntax: words, \"exact phrases\", or, -excluded. Returns up to 20 results, best first (fewer when the response budget is small), each with an id for fetch, a title and a citable url. search_events offers windows, severities and paging.",
         store,
         run_search,
     )
@@ -101,19 +103,20 @@ async fn run_search(store: Arc<Store>, args: SearchArgs, ctx: RequestContext) ->
         cursor: None,
     };
     let found = search(&store, "search", &ctx, &query).await?;
-    let results: Vec<Value> = found
-        .hits
-        .iter()
-        .map(|hit: &Hit| {
+    // The best results that fit the budget: a client that keeps little gets fewer, never a
+    // refusal (the contract has no cursor, so the rest are what search_events pages).
+    let (results, cut) = fitting(
+        found.hits.iter().map(|hit: &Hit| {
             json!({
                 "id": hit.id.to_string(),
                 "title": title(&hit.event_type, &hit.entity_id, severity_name(hit.severity), &hit.occurred_at.to_string()),
                 "url": store.links.url(hit.id),
             })
-        })
-        .collect();
+        }),
+        ctx.response_budget.saturating_sub(PAGE_OVERHEAD_BYTES),
+    );
     let stats = CallStats {
-        truncated: found.more,
+        truncated: found.more || cut,
         ..read_rows(found.hits.len())
     };
     done(object([("results", results.into())]), stats)

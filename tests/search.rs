@@ -318,6 +318,28 @@ async fn results_rank_by_relevance_then_recency_and_pages_follow_cursors() {
 
 /// The one text block of a result, parsed: ChatGPT reads this JSON.
 #[tokio::test]
+async fn a_hit_through_its_type_entity_or_tags_has_its_match_marked() {
+    let db = fixture().await;
+    let app = app(&db);
+    // "paging" is a tag of svc-a's events and in none of their summaries; "svc-b" is an
+    // entity id; "deploy" is in an event type only.
+    for (query, marked) in [
+        ("paging", "**paging**"),
+        ("svc-b", "**svc**"),
+        ("deploy", "**deploy**"),
+    ] {
+        let a = search_events(&app, "acme", november(query)).await;
+        let found = ok(&a);
+        let results = found["results"].as_array().unwrap();
+        assert!(!results.is_empty(), "{query}: {found}");
+        for hit in results {
+            let snippet = hit["snippet"].as_str().unwrap();
+            assert!(snippet.contains(marked), "{query}: {snippet}");
+        }
+    }
+}
+
+#[tokio::test]
 async fn a_small_budget_gets_fewer_hits_never_a_refusal_whatever_the_query() {
     let db = fixture().await;
     db.admin

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use jiff::{SignedDuration, Timestamp};
 use mcp_db::Param;
-use mcp_protocol::{CallStats, RequestContext, ToolDef, ToolError, object, structured_cost};
+use mcp_protocol::{CallStats, RequestContext, ToolDef, ToolError, object, structured_cost, text};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -16,7 +16,7 @@ use tokio_postgres::types::Type;
 use crate::args::{tool, window};
 use crate::cursor::filter_hash;
 use crate::event::{SEVERITIES, Severity, col, severity_name};
-use crate::outcome::{PAGE_OVERHEAD_BYTES, STORED_TEXT_NOTICE, ToolResult, done, fitting};
+use crate::outcome::{STORED_TEXT_NOTICE, ToolResult, done, fitting};
 use crate::sql;
 use crate::store::{Store, tenant};
 
@@ -132,7 +132,27 @@ pub(crate) struct Hit {
     pub(crate) snippet: String,
 }
 
+/// The JSON-RPC envelope and the result's content wrapper around a page's structured
+/// content and its text mirror.
+const ENVELOPE_BYTES: usize = 256;
+
 impl Hit {
+    /// This hit with its snippet cut so that the whole fits `room` bytes as a result item
+    /// (the snippet counts about three times: structured, mirrored, and its escapes).
+    fn trimmed_to(&self, room: usize) -> Value {
+        let mut item = self.to_json();
+        item["snippet"] = Value::String(String::new());
+        let left = room.saturating_sub(structured_cost(&item) + 2) / 3;
+        let cut = text::shortened(&self.snippet, left.saturating_sub(32))
+            .unwrap_or_else(|| self.snippet.clone());
+        item["snippet"] = Value::String(if cut.len() <= left {
+            cut
+        } else {
+            String::new()
+        });
+        item
+    }
+
     fn from_row(row: &Row) -> Result<Self, ToolError> {
         Ok(Self {
             id: col(row, "id")?,
@@ -183,14 +203,34 @@ async fn run(store: Arc<Store>, args: Args, ctx: RequestContext) -> ToolResult {
         cursor: args.cursor,
     };
     let found = search(&store, NAME, &ctx, &query).await?;
-    // The result repeats the query: up to 200 characters of up to 4 bytes, and escapes,
-    // counted twice. Beyond the page's usual overhead, so that a long query under a small
-    // budget gets fewer hits instead of a refusal.
-    let echoed = structured_cost(&Value::String(query.text.clone()));
+    let window = json!({ "since": found.since.to_string(), "until": found.until.to_string() });
+    // What the page holds besides its hits, priced exactly: the query it repeats (up to 200
+    // characters of up to 4 bytes), the window, the notice and a cursor as long as the real
+    // one, all twice (structured and mirrored), and the envelope around them.
+    let sample_cursor = found
+        .hits
+        .first()
+        .map(|hit| found.cursor_after(&store, hit));
+    let frame = object([
+        ("query", query.text.clone().into()),
+        ("window", window.clone()),
+        ("count", 0.into()),
+        ("results", Value::Array(Vec::new())),
+        ("truncated", true.into()),
+        ("next_cursor", sample_cursor.into()),
+        ("notice", STORED_TEXT_NOTICE.into()),
+    ]);
     let room = ctx
         .response_budget
-        .saturating_sub(PAGE_OVERHEAD_BYTES + echoed);
-    let (results, _) = fitting(found.hits.iter().map(Hit::to_json), room);
+        .saturating_sub(structured_cost(&frame) + ENVELOPE_BYTES);
+    let (mut results, _) = fitting(found.hits.iter().map(Hit::to_json), room);
+    // Not even the best hit fits with its snippet (a long query under a small budget): it
+    // goes with its snippet cut to the room left, so the page still moves forward.
+    if results.is_empty()
+        && let Some(best) = found.hits.first()
+    {
+        results.extend(fitting([best.trimmed_to(room)], room).0);
+    }
     // The page ends at the row limit or at the budget; the cursor continues after the last
     // hit sent.
     let more = found.more || results.len() < found.hits.len();
@@ -208,10 +248,7 @@ async fn run(store: Arc<Store>, args: Args, ctx: RequestContext) -> ToolResult {
     done(
         object([
             ("query", query.text.into()),
-            (
-                "window",
-                json!({ "since": found.since.to_string(), "until": found.until.to_string() }),
-            ),
+            ("window", window),
             ("count", results.len().into()),
             ("results", results.into()),
             ("truncated", more.into()),

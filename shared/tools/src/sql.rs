@@ -103,7 +103,9 @@ pub(crate) const COUNT_BY_SEVERITY: &str = count_by!("severity::text");
 /// most 51: a page and the probe row). `search_event_ranks` (migration 0003) finds and
 /// ranks them through the search index; the rows come back through this role's row-level
 /// security. Snippets (`ts_headline`, the costly part) are made for the returned rows only,
-/// cut at 400 characters whatever the stored text.
+/// cut at 400 characters whatever the stored text, from every field the search document
+/// holds (in its order: summary, type, entity, tags, structured text), so a hit that matched
+/// only through its type, entity or tags has its match marked too.
 ///
 /// One statement, so one round trip with its transaction: every row also says whether the
 /// query was refused (`refusal`), and a refused query ranks nothing. The rule lives here
@@ -122,7 +124,8 @@ pub const SEARCH_EVENTS_SQL: &str = "WITH shape AS (\
      FROM shape LEFT JOIN (\
          SELECT e.id, e.entity_id, e.entity_type, e.event_type, e.severity, e.occurred_at, r.rank, \
             left(ts_headline('english', \
-                concat_ws(' · ', e.ai_summary, event_structured_text(e.structured)), \
+                concat_ws(' · ', e.ai_summary, translate(e.event_type, '._', '  '), e.entity_type, \
+                          e.entity_id, array_to_string(e.tags, ' '), event_structured_text(e.structured)), \
                 websearch_to_tsquery('english', $1), \
                 'MaxFragments=2, MaxWords=18, MinWords=6, StartSel=**, StopSel=**, FragmentDelimiter=\" … \"'), 400) AS snippet \
          FROM search_event_ranks($1, $2, $3, $4, $5, $6, $7, $8) AS r JOIN events e ON e.id = r.id \

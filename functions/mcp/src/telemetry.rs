@@ -139,8 +139,12 @@ pub(crate) fn server_span(
     }
     // error.type: the HTTP status of a refusal (401, 403, 429, ...), else the JSON-RPC
     // error code of an error answered in a 200, else `tool_error` for an isError result.
-    let code = serde_json::from_slice::<ErrorProbe>(body)
-        .ok()
+    // An error answer is written with its members in order, `error` first; a result (up
+    // to the whole budget) is never parsed again for this.
+    let code = body
+        .starts_with(br#"{"error":"#)
+        .then(|| serde_json::from_slice::<ErrorProbe>(body).ok())
+        .flatten()
         .and_then(|p| p.error)
         .map(|e| e.code);
     let error = match (code, &trace.call) {

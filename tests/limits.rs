@@ -269,3 +269,31 @@ async fn every_read_counts_resources_prompts_and_completions_batches_included() 
         "{a:?}"
     );
 }
+
+#[tokio::test]
+async fn in_the_stateless_era_a_read_over_its_limit_is_the_same_429() {
+    let moto = crate::support::aws::moto_url();
+    let db = fixture().await;
+    let client = dynamodb(&moto);
+    let name = table(&client, "limits-modern").await;
+    let (app, _) = sandbox(&db, client, limits(&name));
+    let bearer = format!("Bearer {}", token_for("modern", "acme"));
+    let get = |id: u64| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "prompts/get", "params": {
+            "name": "daily_digest", "_meta": crate::support::http::modern_meta()}})
+    };
+    let headers = [
+        ("authorization", bearer.as_str()),
+        ("mcp-protocol-version", crate::support::http::MODERN),
+        ("mcp-method", "prompts/get"),
+        ("mcp-name", "daily_digest"),
+    ];
+    for id in 1..=2 {
+        let a = send(&app, post_json(&get(id), &headers)).await;
+        assert_eq!(a.status, 200, "{a:?}");
+        assert!(a.result()["messages"].is_array(), "{a:?}");
+    }
+    let refused = send(&app, post_json(&get(3), &headers)).await;
+    assert_limited(&refused, "tool");
+    assert_eq!(refused.body["error"]["data"]["method"], "prompts/get");
+}

@@ -318,6 +318,44 @@ async fn results_rank_by_relevance_then_recency_and_pages_follow_cursors() {
 
 /// The one text block of a result, parsed: ChatGPT reads this JSON.
 #[tokio::test]
+async fn a_phrase_never_spans_two_fields_and_the_migration_recomputes_stored_documents() {
+    let db = fixture().await;
+    let app = app(&db);
+    // acme's deploy.finished events have no summary; svc-a's alert ends "... on svc-a" and
+    // its type is alert.fired: "svc alert" would join the summary's end and the type's start.
+    let across = search_events(&app, "acme", november("\"svc alert\"")).await;
+    assert_eq!(hit_ids(ok(&across)), Vec::<i64>::new(), "{across:?}");
+    // Within one field a phrase still matches.
+    let within = search_events(&app, "acme", november("\"p99 latency\"")).await;
+    assert_eq!(hit_ids(ok(&within)).len(), 1, "{within:?}");
+
+    // Documents stored before the gaps (computed the old way, the trigger held off) are
+    // recomputed by the migration, in its batches, when it runs.
+    db.admin
+        .batch_execute(
+            "ALTER TABLE events DISABLE TRIGGER events_fill_search; \
+             UPDATE events SET search = setweight(to_tsvector('english', coalesce(ai_summary, '')), 'A') \
+                 || setweight(to_tsvector('english', concat_ws(' ', translate(event_type, '._', '  '), \
+                        entity_type, entity_id, array_to_string(tags, ' '))), 'B'); \
+             ALTER TABLE events ENABLE TRIGGER events_fill_search; \
+             DELETE FROM schema_migrations WHERE version = '0006_search_field_gaps'",
+        )
+        .await
+        .unwrap();
+    let old = search_events(&app, "acme", november("\"svc alert\"")).await;
+    assert_eq!(
+        hit_ids(ok(&old)).len(),
+        1,
+        "the old document joins the fields: {old:?}"
+    );
+    let mut admin = crate::support::db::admin(&db.name).await;
+    let applied = mcp_db::migrate(&mut admin).await.unwrap();
+    assert_eq!(applied, ["0006_search_field_gaps"]);
+    let again = search_events(&app, "acme", november("\"svc alert\"")).await;
+    assert_eq!(hit_ids(ok(&again)), Vec::<i64>::new(), "{again:?}");
+}
+
+#[tokio::test]
 async fn a_hit_through_its_type_entity_or_tags_has_its_match_marked() {
     let db = fixture().await;
     let app = app(&db);

@@ -20,6 +20,9 @@ pub enum Step {
     EventSearchIndex,
     /// Indexes built concurrently (writes go on throughout): (name, `ON table (...)`).
     Indexes(&'static [(&'static str, &'static str)]),
+    /// A SQL file that changes how `events.search` is computed, run in one transaction,
+    /// then every stored document recomputed in short batches (writes go on throughout).
+    SearchDocuments(&'static str),
 }
 
 /// Every migration, in order: (version, step).
@@ -52,6 +55,10 @@ pub const MIGRATIONS: &[(&str, Step)] = &[
                 r#"ON event_types (name COLLATE "C")"#,
             ),
         ]),
+    ),
+    (
+        "0006_search_field_gaps",
+        Step::SearchDocuments(include_str!("../migrations/0006_search_field_gaps.sql")),
     ),
 ];
 
@@ -107,32 +114,28 @@ async fn apply(client: &mut Client) -> Result<Vec<String>, DbError> {
             continue;
         }
         let record = "INSERT INTO schema_migrations (version) VALUES ($1)";
-        match step {
-            Step::Sql(sql) => {
-                let tx = client.transaction().await.map_err(DbError::Query)?;
-                #[allow(clippy::disallowed_methods)]
-                tx.batch_execute(sql).await.map_err(DbError::Query)?;
-                tx.execute(record, &[version])
-                    .await
-                    .map_err(DbError::Query)?;
-                tx.commit().await.map_err(DbError::Query)?;
+        if let Step::Sql(sql) = step {
+            let tx = client.transaction().await.map_err(DbError::Query)?;
+            #[allow(clippy::disallowed_methods)]
+            tx.batch_execute(sql).await.map_err(DbError::Query)?;
+            tx.execute(record, &[version])
+                .await
+                .map_err(DbError::Query)?;
+            tx.commit().await.map_err(DbError::Query)?;
+        } else {
+            // Outside a transaction (CONCURRENTLY cannot run in one, and a backfill must not
+            // hold its locks), recorded once done: an interrupted deploy runs it again.
+            match step {
+                Step::EventSearchIndex => event_search_index(client).await,
+                Step::Indexes(indexes) => concurrent_indexes(client, indexes).await,
+                Step::SearchDocuments(sql) => search_documents(client, sql).await,
+                Step::Sql(_) => Ok(()),
             }
-            // Outside a transaction (CONCURRENTLY cannot run in one), recorded once done.
-            Step::EventSearchIndex | Step::Indexes(_) => {
-                if let Step::Indexes(indexes) = step {
-                    for (name, definition) in *indexes {
-                        concurrent_index(client, name, definition)
-                            .await
-                            .map_err(DbError::Query)?;
-                    }
-                } else {
-                    event_search_index(client).await.map_err(DbError::Query)?;
-                }
-                client
-                    .execute(record, &[version])
-                    .await
-                    .map_err(DbError::Query)?;
-            }
+            .map_err(DbError::Query)?;
+            client
+                .execute(record, &[version])
+                .await
+                .map_err(DbError::Query)?;
         }
         tracing::info!(migration = version, "applied");
         applied.push((*version).to_owned());
@@ -149,25 +152,7 @@ async fn apply(client: &mut Client) -> Result<Vec<String>, DbError> {
 /// an earlier run left invalid (interrupted) is dropped and built again.
 #[allow(clippy::disallowed_methods)]
 async fn event_search_index(client: &Client) -> Result<(), tokio_postgres::Error> {
-    let row = client
-        .query_one(
-            "SELECT coalesce(min(id), 0), coalesce(max(id), 0) FROM events",
-            &[],
-        )
-        .await?;
-    let (first, last): (i64, i64) = (row.try_get(0)?, row.try_get(1)?);
-    let mut filled = 0;
-    let mut from = first;
-    while from <= last && last > 0 {
-        filled += client
-            .execute(
-                "UPDATE events SET search = NULL \
-                 WHERE id >= $1 AND id < $2 AND search IS NULL",
-                &[&from, &(from + BACKFILL_BATCH)],
-            )
-            .await?;
-        from += BACKFILL_BATCH;
-    }
+    let filled = fill_search(client, "AND search IS NULL").await?;
     tracing::info!(rows = filled, "events.search backfilled");
     concurrent_index(
         client,
@@ -175,6 +160,54 @@ async fn event_search_index(client: &Client) -> Result<(), tokio_postgres::Error
         "ON events USING gin (tenant_id, search)",
     )
     .await
+}
+
+/// Walks the identity key in ranges (each range one index scan, so the whole walk reads the
+/// table once) and sets `search = NULL` on the rows `only` selects, which makes the trigger
+/// of `0003_event_search` compute each document again; every row inserted meanwhile gets its
+/// document from the same trigger. Returns the rows touched.
+#[allow(clippy::disallowed_methods)]
+async fn fill_search(client: &Client, only: &str) -> Result<u64, tokio_postgres::Error> {
+    let row = client
+        .query_one(
+            "SELECT coalesce(min(id), 0), coalesce(max(id), 0) FROM events",
+            &[],
+        )
+        .await?;
+    let (first, last): (i64, i64) = (row.try_get(0)?, row.try_get(1)?);
+    let update = format!("UPDATE events SET search = NULL WHERE id >= $1 AND id < $2 {only}");
+    let mut filled = 0;
+    let mut from = first;
+    while from <= last && last > 0 {
+        filled += client
+            .execute(&update, &[&from, &(from + BACKFILL_BATCH)])
+            .await?;
+        from += BACKFILL_BATCH;
+    }
+    Ok(filled)
+}
+
+/// Runs `sql` (a new `event_search_document`) in one transaction, then recomputes every
+/// stored document with it.
+#[allow(clippy::disallowed_methods)]
+async fn search_documents(client: &mut Client, sql: &str) -> Result<(), tokio_postgres::Error> {
+    let tx = client.transaction().await?;
+    tx.batch_execute(sql).await?;
+    tx.commit().await?;
+    let rows = fill_search(client, "").await?;
+    tracing::info!(rows, "events.search recomputed");
+    Ok(())
+}
+
+/// Builds each of `indexes` concurrently.
+async fn concurrent_indexes(
+    client: &Client,
+    indexes: &[(&str, &str)],
+) -> Result<(), tokio_postgres::Error> {
+    for (name, definition) in indexes {
+        concurrent_index(client, name, definition).await?;
+    }
+    Ok(())
 }
 
 /// Builds index `name` (`definition`: `ON table ...`) with `CREATE INDEX CONCURRENTLY`; a

@@ -86,6 +86,7 @@ local_env() {
         --env-var "RATE_LIMIT_PER_SUBJECT=${RATE_LIMIT_PER_SUBJECT:-120}"
         --env-var "RATE_LIMIT_PER_TOOL=${RATE_LIMIT_PER_TOOL:-60}"
       )
+      [ -z "${RATE_LIMIT_TOOLS:-}" ] || credentials+=(--env-var "RATE_LIMIT_TOOLS=$RATE_LIMIT_TOOLS")
     fi
   fi
   MCP_LOCAL_URL="http://127.0.0.1:$port/lambda-url/mcp/mcp"

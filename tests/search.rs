@@ -33,6 +33,26 @@ async fn search_events(app: &App, tenant: &str, args: Value) -> crate::support::
     call(app, &token(Some(tenant)), "search_events", args).await
 }
 
+/// A tool call by `tenant` from a client that keeps `bytes` for the answer (the budget hint
+/// in `_meta`).
+async fn call_with_budget(
+    app: &App,
+    tenant: &str,
+    tool: &str,
+    args: Value,
+    bytes: usize,
+) -> crate::support::http::Answer {
+    let bearer = format!("Bearer {}", token(Some(tenant)));
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": tool, "arguments": args,
+        "_meta": { mcp_protocol::budget::HINT_META: bytes }}});
+    let headers = [
+        ("authorization", bearer.as_str()),
+        ("mcp-protocol-version", "2025-11-25"),
+    ];
+    send(app, post_json(&body, &headers)).await
+}
+
 fn november(query: &str) -> Value {
     json!({ "query": query, "since": NOVEMBER.0, "until": NOVEMBER.1 })
 }
@@ -255,7 +275,6 @@ async fn results_rank_by_relevance_then_recency_and_pages_follow_cursors() {
 
     // A client that keeps 4 KiB gets pages cut at its budget rather than at the limit, and
     // the cursors still walk the same list.
-    let bearer = format!("Bearer {}", token(Some("acme")));
     let mut walked = Vec::new();
     let mut cursor = Value::Null;
     for page in 0.. {
@@ -265,20 +284,7 @@ async fn results_rank_by_relevance_then_recency_and_pages_follow_cursors() {
         if !cursor.is_null() {
             args["cursor"] = cursor.clone();
         }
-        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-            "name": "search_events", "arguments": args,
-            "_meta": { mcp_protocol::budget::HINT_META: 4096 }}});
-        let a = send(
-            &app,
-            post_json(
-                &body,
-                &[
-                    ("authorization", bearer.as_str()),
-                    ("mcp-protocol-version", "2025-11-25"),
-                ],
-            ),
-        )
-        .await;
+        let a = call_with_budget(&app, "acme", "search_events", args, 4096).await;
         assert!(a.raw.len() <= 4096, "{} bytes", a.raw.len());
         let found = ok(&a);
         let got = hit_ids(found);
@@ -391,7 +397,6 @@ async fn a_small_budget_gets_fewer_hits_never_a_refusal_whatever_the_query() {
         .await
         .unwrap();
     let app = app(&db);
-    let bearer = format!("Bearer {}", token(Some("acme")));
     // The longest query there is, in 4-byte characters: the result repeats it, twice.
     let long = format!("checkout or {}", "\u{1F525}".repeat(188));
     assert_eq!(long.chars().count(), 200);
@@ -400,20 +405,7 @@ async fn a_small_budget_gets_fewer_hits_never_a_refusal_whatever_the_query() {
         ("search", json!({"query": long})),
         ("search", json!({"query": "checkout"})),
     ] {
-        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-            "name": tool, "arguments": args,
-            "_meta": { mcp_protocol::budget::HINT_META: 4096 }}});
-        let a = send(
-            &app,
-            post_json(
-                &body,
-                &[
-                    ("authorization", bearer.as_str()),
-                    ("mcp-protocol-version", "2025-11-25"),
-                ],
-            ),
-        )
-        .await;
+        let a = call_with_budget(&app, "acme", tool, args, 4096).await;
         assert!(a.raw.len() <= 4096, "{tool}: {} bytes", a.raw.len());
         let found = ok(&a);
         let results = found["results"].as_array().unwrap();

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant, SystemTime};
 
-use mcp_db::{Db, Phase, Tx, TxFuture};
+use mcp_db::{Db, DbError, Phase, Tx, TxFuture};
 use mcp_protocol::telemetry::{self, SpanKind, SpanRecord};
 use mcp_protocol::{RequestContext, ToolError};
 
@@ -45,40 +45,39 @@ impl Store {
             }
             budget = budget.min(left);
         }
-        if !telemetry::enabled() {
-            return self
-                .db
-                .read(tenant, Instant::now() + budget, body)
-                .await
-                .map_err(|e| db_error(tool, budget, e));
-        }
         let start = SystemTime::now();
         let read = self
             .db
             .read_counting(tenant, Instant::now() + budget, body)
             .await;
-        // The read's span: which statement (the tool or resource that reads) and how many
-        // rows, never the SQL text or its values (OpenTelemetry database conventions).
-        let mut attributes = vec![
-            ("db.system.name", "postgresql".into()),
-            ("db.operation.name", "SELECT".into()),
-            ("db.query.summary", format!("SELECT {tool}").into()),
-        ];
-        match &read {
-            Ok((_, rows)) => attributes.push(("db.response.returned_rows", (*rows as i64).into())),
-            Err(e) => attributes.push(("error.type", e.kind().into())),
+        if telemetry::enabled() {
+            record_read(tool, start, read.as_ref().map(|(_, rows)| *rows));
         }
-        telemetry::record(SpanRecord {
-            name: format!("SELECT {tool}"),
-            kind: SpanKind::Client,
-            start,
-            end: SystemTime::now(),
-            attributes,
-            failed: read.is_err(),
-        });
         read.map(|(value, _)| value)
             .map_err(|e| db_error(tool, budget, e))
     }
+}
+
+/// The span of one read: which statement (the tool or resource that reads) and how many rows,
+/// never the SQL text or its values (OpenTelemetry database conventions).
+fn record_read(tool: &str, start: SystemTime, rows: Result<u64, &DbError>) {
+    let mut attributes = vec![
+        ("db.system.name", "postgresql".into()),
+        ("db.operation.name", "SELECT".into()),
+        ("db.query.summary", format!("SELECT {tool}").into()),
+    ];
+    match rows {
+        Ok(rows) => attributes.push(("db.response.returned_rows", (rows as i64).into())),
+        Err(e) => attributes.push(("error.type", e.kind().into())),
+    }
+    telemetry::record(SpanRecord {
+        name: format!("SELECT {tool}"),
+        kind: SpanKind::Client,
+        start,
+        end: SystemTime::now(),
+        failed: rows.is_err(),
+        attributes,
+    });
 }
 
 /// The tenant the caller may read: from the verified token, never from arguments.

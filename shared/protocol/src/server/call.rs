@@ -8,8 +8,9 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::{Answer, Server, parse_params};
+use crate::admission::Admit;
 use crate::budget::{Budget, client_budget};
-use crate::context::RequestContext;
+use crate::context::{Caller, RequestContext};
 use crate::error::RpcError;
 use crate::registry::{Owner, Tool};
 use crate::result::{CallRecord, CallToolResult, InputRequired, Outcome, ToolError};
@@ -93,8 +94,7 @@ impl Server {
         };
         let version = ctx.version;
         // The tool's own cap bounds the call even when the invocation has longer left.
-        let cap = Instant::now() + tool.max_duration();
-        ctx.deadline = Some(ctx.deadline.map_or(cap, |d| d.min(cap)));
+        ctx.deadline = Some(capped_deadline(&ctx, Instant::now() + tool.max_duration()));
         ctx.response_budget = budget;
         tracing::info!(tool.name = %p.name, caller = ctx.caller.log_id(), "tool call");
         match run_by_deadline(tool, args, ctx).await {
@@ -123,6 +123,35 @@ impl Server {
         }
     }
 
+    /// Counts a request that reads against the caller's limits, under `key` (a tool's name,
+    /// or the method of another read).
+    pub(super) async fn admit(
+        &self,
+        ctx: &RequestContext,
+        key: &str,
+        record: &mut CallRecord,
+    ) -> Result<(), RpcError> {
+        let Some(admission) = &self.admission else {
+            return Ok(());
+        };
+        match admission.admit(&ctx.caller, key).await {
+            Admit::Allowed => Ok(()),
+            Admit::Unchecked => {
+                record.rate_limit_unchecked = true;
+                Ok(())
+            }
+            Admit::Limited {
+                limit,
+                max,
+                window,
+                retry_after,
+            } => {
+                record.rate_limited = true;
+                Err(rate_limited(key, limit, max, window, retry_after, ctx))
+            }
+        }
+    }
+
     /// The tool named `name` if the caller may call it.
     fn permitted(&self, name: &str, ctx: &RequestContext) -> Result<&Tool, RpcError> {
         let all_scopes = self.tools.all_scopes();
@@ -133,26 +162,46 @@ impl Server {
         {
             return Ok(tool);
         }
-        // A caller who may not see every tool gets the same answer for a tool that exists
-        // but is out of reach and for one that does not exist, so the error is no oracle
-        // for hidden tool names. The challenge names every scope the server defines: enough
-        // to step up to any tool.
-        if !ctx.caller.has_scopes(all_scopes) {
-            tracing::info!(tool.name = %elided(name, LOGGED_NAME_BYTES), caller = ctx.caller.log_id(), "tool call refused: insufficient scope");
-            return Err(RpcError::InsufficientScope {
-                scopes: all_scopes.to_vec(),
-            });
-        }
         // 2025-11-25 tools §Error Handling lists "Unknown tools" among protocol errors.
-        Err(RpcError::InvalidParams(format!("Unknown tool: {name}")))
+        Err(out_of_reach(
+            all_scopes,
+            &ctx.caller,
+            name,
+            RpcError::InvalidParams(format!("Unknown tool: {name}")),
+        ))
     }
+}
+
+/// The answer for a tool, resource, prompt or template the caller cannot reach: the same
+/// whether it exists or not, so the error is no oracle for hidden names. A caller who may
+/// not reach everything gets the challenge naming every scope in `all`, enough to step up
+/// to any of them (2025-11-25 authorization §Runtime Insufficient Scope Errors); one who may
+/// reach everything gets `missing`.
+pub(super) fn out_of_reach(
+    all: &[String],
+    caller: &Caller,
+    name: &str,
+    missing: RpcError,
+) -> RpcError {
+    if caller.has_scopes(all) {
+        return missing;
+    }
+    tracing::info!(target.name = %elided(name, LOGGED_NAME_BYTES), caller = caller.log_id(), "refused: insufficient scope");
+    RpcError::InsufficientScope {
+        scopes: all.to_vec(),
+    }
+}
+
+/// The invocation's deadline, or `cap` (a body's own bound) if that comes first.
+pub(super) fn capped_deadline(ctx: &RequestContext, cap: Instant) -> Instant {
+    ctx.deadline.map_or(cap, |d| d.min(cap))
 }
 
 /// The refusal of a request over a limit (`key`: the tool's name, or the method of another
 /// read): when to retry, in whole seconds for `Retry-After` (at least one) and in
 /// milliseconds as the rate-limit SEP's draft has it (`data.retryAfterMs`, beside the
 /// `limit` and the `remaining` calls), and which counter, in words and in `data`.
-pub(super) fn rate_limited(
+fn rate_limited(
     key: &str,
     counter: &'static str,
     max: u64,

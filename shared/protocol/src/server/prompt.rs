@@ -8,7 +8,7 @@ use std::time::Instant;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::call::{TOOL_GRACE, body_error, input_required};
+use super::call::{TOOL_GRACE, body_error, capped_deadline, input_required, out_of_reach};
 use super::dispatch::not_found;
 use super::read::{deadline_exceeded, detailed, within_budget};
 use super::{Answer, Server, parse_params};
@@ -98,7 +98,7 @@ impl Server {
         let budget = Budget::of_call(self.response_budget, None, client);
         record.budget = Some(budget);
         let started = Instant::now();
-        let deadline = bounded_deadline(&ctx, started + prompt.max_duration());
+        let deadline = capped_deadline(&ctx, started + prompt.max_duration());
         ctx.deadline = Some(deadline);
         ctx.response_budget = budget.bytes;
         let version = ctx.version;
@@ -134,14 +134,13 @@ impl Server {
         {
             return Ok(prompt);
         }
-        let all = self.prompts.all_scopes();
-        if !ctx.caller.has_scopes(all) {
-            return Err(RpcError::InsufficientScope {
-                scopes: all.to_vec(),
-            });
-        }
         // 2025-11-25 prompts §Error Handling: "Invalid prompt name: -32602".
-        Err(RpcError::InvalidParams(format!("Unknown prompt: {name}")))
+        Err(out_of_reach(
+            self.prompts.all_scopes(),
+            &ctx.caller,
+            name,
+            RpcError::InvalidParams(format!("Unknown prompt: {name}")),
+        ))
     }
 
     pub(super) async fn complete(&self, params: Map<String, Value>, ctx: RequestContext) -> Answer {
@@ -182,7 +181,7 @@ impl Server {
         let budget = Budget::of_call(self.response_budget, None, client);
         record.budget = Some(budget);
         let started = Instant::now();
-        let deadline = bounded_deadline(&ctx, started + max_duration);
+        let deadline = capped_deadline(&ctx, started + max_duration);
         ctx.deadline = Some(deadline);
         ctx.response_budget = budget.bytes;
         let request = CompletionRequest { value, context };
@@ -240,15 +239,14 @@ impl Server {
                     .template(uri)
                     .filter(|r| ctx.caller.has_scopes(r.required_scopes()));
                 let Some(template) = template else {
-                    let all = self.resources.all_scopes();
-                    if !ctx.caller.has_scopes(all) {
-                        return Err(RpcError::InsufficientScope {
-                            scopes: all.to_vec(),
-                        });
-                    }
-                    return Err(RpcError::InvalidParams(format!(
-                        "no resource template is {uri:?}; ref/resource names a template as resources/templates/list gives it"
-                    )));
+                    return Err(out_of_reach(
+                        self.resources.all_scopes(),
+                        &ctx.caller,
+                        uri,
+                        RpcError::InvalidParams(format!(
+                            "no resource template is {uri:?}; ref/resource names a template as resources/templates/list gives it"
+                        )),
+                    ));
                 };
                 if !template.has_variable(argument) {
                     return Err(RpcError::InvalidParams(format!(
@@ -260,47 +258,6 @@ impl Server {
             }
         }
     }
-
-    /// Counts a request that reads against the caller's limits, under `key` (a tool's name,
-    /// or the method of another read).
-    pub(super) async fn admit(
-        &self,
-        ctx: &RequestContext,
-        key: &str,
-        record: &mut CallRecord,
-    ) -> Result<(), RpcError> {
-        let Some(admission) = &self.admission else {
-            return Ok(());
-        };
-        match admission.admit(&ctx.caller, key).await {
-            crate::admission::Admit::Allowed => Ok(()),
-            crate::admission::Admit::Unchecked => {
-                record.rate_limit_unchecked = true;
-                Ok(())
-            }
-            crate::admission::Admit::Limited {
-                limit,
-                max,
-                window,
-                retry_after,
-            } => {
-                record.rate_limited = true;
-                Err(super::call::rate_limited(
-                    key,
-                    limit,
-                    max,
-                    window,
-                    retry_after,
-                    ctx,
-                ))
-            }
-        }
-    }
-}
-
-/// The invocation's deadline, or `cap` if that comes first.
-fn bounded_deadline(ctx: &RequestContext, cap: Instant) -> Instant {
-    ctx.deadline.map_or(cap, |d| d.min(cap))
 }
 
 fn completion(values: Vec<String>, has_more: bool) -> Value {

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::call::{TOOL_GRACE, body_error};
+use super::call::{TOOL_GRACE, body_error, capped_deadline, out_of_reach};
 use super::dispatch::not_found;
 use super::parse_params;
 use super::{Answer, Server};
@@ -70,25 +70,20 @@ impl Server {
             .find(&uri)
             .filter(|(r, _)| ctx.caller.has_scopes(r.required_scopes()));
         let Some((resource, request)) = found else {
-            // As for tools: a caller who may not read everything gets the same answer for
-            // a resource out of reach and for one that does not exist, so the error is no
-            // oracle; the challenge names every scope a resource needs (2025-11-25
-            // authorization §Runtime Insufficient Scope Errors).
-            let all = self.resources.all_scopes();
-            if !ctx.caller.has_scopes(all) {
-                tracing::info!(resource.uri = %uri, caller = ctx.caller.log_id(), "resource read refused: insufficient scope");
-                return Err(RpcError::InsufficientScope {
-                    scopes: all.to_vec(),
-                });
-            }
-            return Err(RpcError::ResourceNotFound { uri });
+            // As for tools: the same answer for a resource out of reach and for one that
+            // does not exist.
+            return Err(out_of_reach(
+                self.resources.all_scopes(),
+                &ctx.caller,
+                &uri,
+                RpcError::ResourceNotFound { uri: uri.clone() },
+            ));
         };
         // Counted after the scope check, as a tool call is: a refused read costs nothing.
         self.admit(&ctx, Method::ResourcesRead.as_str(), record)
             .await?;
         let started = Instant::now();
-        let cap = started + resource.max_duration();
-        let deadline = ctx.deadline.map_or(cap, |d| d.min(cap));
+        let deadline = capped_deadline(&ctx, started + resource.max_duration());
         ctx.deadline = Some(deadline);
         let budget = Budget::of_call(self.response_budget, None, client);
         record.budget = Some(budget);

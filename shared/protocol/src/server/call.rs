@@ -229,7 +229,9 @@ fn rate_limited(
         "limit": max,
         "remaining": 0,
         "window_secs": window_secs,
-        "retryAfterMs": retry_after.as_millis().max(1) as u64,
+        // Rounded up, as the seconds are: a client that waits this long never comes back
+        // before the window ends.
+        "retryAfterMs": retry_after.as_nanos().div_ceil(1_000_000).max(1) as u64,
         "retry_after_secs": secs,
     });
     data[if key.contains('/') { "method" } else { "tool" }] = json!(key);

@@ -44,6 +44,20 @@ fn intrinsic(v: &Value) -> Option<(String, String)> {
     }
 }
 
+/// `!If [condition, a, b]` with two intrinsics as (condition, a, b).
+fn if_of(v: &Value) -> (String, (String, String), (String, String)) {
+    let Value::Tagged(t) = v else {
+        panic!("not an !If: {v:?}")
+    };
+    assert_eq!(t.tag.to_string(), "!If");
+    let parts = t.value.as_sequence().expect("!If [c, a, b]");
+    (
+        text(&parts[0]),
+        intrinsic(&parts[1]).expect("an intrinsic"),
+        intrinsic(&parts[2]).expect("an intrinsic"),
+    )
+}
+
 fn text(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
@@ -311,14 +325,15 @@ fn the_migrate_function_connects_directly_with_the_admin_secret() {
 #[test]
 fn both_functions_ship_the_ca_bundle_they_verify_the_database_with() {
     let t = template();
-    let workflow = read(".github/workflows/deploy.yml");
+    let deploy = read("scripts/deploy");
     let script = read("scripts/test");
     let bundle = "infra/certs/aws-rds-and-proxy-ca-bundle.pem";
     assert!(root().join(bundle).is_file());
     // `cargo lambda build --include` keeps the relative path inside the zip, which Lambda
-    // unpacks into /var/task.
+    // unpacks into /var/task; scripts/deploy also refuses a zip without it.
     assert!(
-        workflow.contains(&format!("--include {bundle}")),
+        deploy.contains(&format!("CA_BUNDLE = \"{bundle}\""))
+            && deploy.contains("\"--include\", CA_BUNDLE"),
         "the deploy build does not ship the bundle"
     );
     assert!(
@@ -338,10 +353,13 @@ fn both_functions_ship_the_ca_bundle_they_verify_the_database_with() {
                 .join(format!("functions/{binary}/Cargo.toml"))
                 .is_file()
         );
-        assert!(workflow.contains(&format!("--bin {binary}")));
+        assert!(deployed_functions().contains(&binary.to_owned()));
         assert_eq!(text(&p["Runtime"]), "provided.al2023");
         assert_eq!(text(&p["Handler"]), "bootstrap");
-        assert_eq!(p["Architectures"][0], Value::from("arm64"));
+        assert_eq!(
+            intrinsic(&p["Architectures"][0]),
+            Some(("!Ref".into(), "Architecture".into()))
+        );
         assert_eq!(text(&p["LoggingConfig"]["LogFormat"]), "JSON");
     }
 }
@@ -482,10 +500,6 @@ fn bridge_config() -> oauth::Config {
 
 /// What the deployed bridge leaves to its default, and why.
 const BRIDGE_DEFAULTS: &[(&str, &str)] = &[
-    (
-        "OAUTH_KMS_PREVIOUS_KEY_IDS",
-        "set only during a signing key rotation (docs/operations.md)",
-    ),
     ("OAUTH_CIMD_TIMEOUT_MS", "default 3 s"),
     (
         "OAUTH_CIMD_CA_FILE",
@@ -502,7 +516,6 @@ fn the_bridge_gets_every_setting_it_reads_and_stays_out_of_the_vpc() {
     for (name, target) in [
         ("OAUTH_SEALING_KEY_SECRET_ID", "OAuthSealingKeySecret"),
         ("UPSTREAM_CLIENT_SECRET_ID", "UpstreamClientSecret"),
-        ("OAUTH_KMS_KEY_ID", "OAuthSigningKey"),
         ("OAUTH_TABLE", "OAuthTable"),
     ] {
         assert_eq!(
@@ -524,11 +537,33 @@ fn the_bridge_gets_every_setting_it_reads_and_stays_out_of_the_vpc() {
         "the bridge needs no VPC (and no NAT)"
     );
     assert_eq!(text(&p["CodeUri"]), "../target/lambda/oauth/bootstrap.zip");
-    assert!(read(".github/workflows/deploy.yml").contains("--bin oauth"));
-    // The signing key signs and nothing else, inside KMS.
-    let key = props(&t, "OAuthSigningKey");
-    assert_eq!(text(&key["KeySpec"]), "RSA_2048");
-    assert_eq!(text(&key["KeyUsage"]), "SIGN_VERIFY");
+    assert!(deployed_functions().contains(&"oauth".to_owned()));
+    // The signing keys sign and nothing else, inside KMS; each slot exists under its condition.
+    for (key, condition) in [
+        ("OAuthSigningKey", "HasBlueKey"),
+        ("OAuthSigningKeyGreen", "HasGreenKey"),
+    ] {
+        assert_eq!(text(&props(&t, key)["KeySpec"]), "RSA_2048");
+        assert_eq!(text(&props(&t, key)["KeyUsage"]), "SIGN_VERIFY");
+        assert_eq!(text(&resource(&t, key)["Condition"]), condition);
+    }
+    // The slot that signs is the one the bridge signs with and the role may Sign with; the
+    // other, during a rotation, is published, and the role may read both public keys (the
+    // bridge loads every key it names or none).
+    let signing = |env_value: &Value, tag: &str, suffix: &str| {
+        assert_eq!(
+            if_of(env_value),
+            (
+                "BlueKeySigns".to_owned(),
+                (tag.to_owned(), format!("OAuthSigningKey{suffix}")),
+                (tag.to_owned(), format!("OAuthSigningKeyGreen{suffix}"))
+            )
+        );
+    };
+    signing(&env["OAUTH_KMS_KEY_ID"], "!Ref", "");
+    let previous = if_of(&env["OAUTH_KMS_PREVIOUS_KEY_IDS"]);
+    assert_eq!(previous.0, "RotatingKeys");
+    assert_eq!(previous.2, ("!Ref".to_owned(), "AWS::NoValue".to_owned()));
     // The table: what the store writes expires by TTL; recoverable; encrypted with our key.
     let table = props(&t, "OAuthTable");
     assert_eq!(text(&table["BillingMode"]), "PAY_PER_REQUEST");
@@ -549,6 +584,13 @@ fn the_bridge_gets_every_setting_it_reads_and_stays_out_of_the_vpc() {
                 Value::Sequence(a) => a.iter().map(text).collect(),
                 one => vec![text(one)],
             };
+            if text(&s["Sid"]).contains("Key")
+                && actions
+                    .iter()
+                    .all(|a| a == "kms:Sign" || a == "kms:GetPublicKey")
+            {
+                continue; // the signing keys' statements, checked below
+            }
             let resources: Vec<String> = match &s["Resource"] {
                 Value::Sequence(r) => r.iter().map(|r| intrinsic(r).unwrap().1).collect(),
                 one => vec![intrinsic(one).map_or_else(|| text(one), |i| i.1)],
@@ -579,7 +621,42 @@ fn the_bridge_gets_every_setting_it_reads_and_stays_out_of_the_vpc() {
         of("secretsmanager:GetSecretValue"),
         ["OAuthSealingKeySecret", "UpstreamClientSecret"]
     );
-    assert_eq!(of("kms:Sign"), ["OAuthSigningKey.Arn"]);
+    let statement = |sid: &str| -> Value {
+        role["Policies"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .flat_map(|p| p["PolicyDocument"]["Statement"].as_sequence().unwrap())
+            .find(|s| text(&s["Sid"]) == sid)
+            .unwrap_or_else(|| panic!("no statement {sid}"))
+            .clone()
+    };
+    let sign = statement("SignAccessTokensWithTheCurrentKey");
+    assert_eq!(text(&sign["Action"]), "kms:Sign");
+    signing(&sign["Resource"], "!GetAtt", ".Arn");
+    let publish = statement("PublishEveryKeyOfTheRotation");
+    assert_eq!(text(&publish["Action"]), "kms:GetPublicKey");
+    let published: Vec<_> = publish["Resource"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(if_of)
+        .collect();
+    assert_eq!(
+        published,
+        [
+            (
+                "HasBlueKey".to_owned(),
+                ("!GetAtt".to_owned(), "OAuthSigningKey.Arn".to_owned()),
+                ("!Ref".to_owned(), "AWS::NoValue".to_owned())
+            ),
+            (
+                "HasGreenKey".to_owned(),
+                ("!GetAtt".to_owned(), "OAuthSigningKeyGreen.Arn".to_owned()),
+                ("!Ref".to_owned(), "AWS::NoValue".to_owned())
+            )
+        ]
+    );
     for action in [
         "dynamodb:PutItem",
         "dynamodb:UpdateItem",
@@ -770,88 +847,74 @@ fn the_deploy_waits_for_the_whole_test_suite() {
     assert!(read(".ci/run").contains("scripts/test"));
 }
 
-/// The deploy commands as written (the workflow's, and the by-hand ones of the README and
-/// docs/deploy.md) find their files the way SAM CLI looks for them: a relative `--config-file`
-/// is read from the template's folder, not the working directory (aws/aws-sam-cli 3594), and
-/// without `--template-file` a `--config-env` other than `default` finds no template (its
-/// path is in the `default` section). And every build builds each function the template
-/// packages: SAM packages every function's `CodeUri`, whatever its condition.
+/// The functions `scripts/deploy` builds and checks (its `FUNCTIONS` tuple).
+fn deployed_functions() -> Vec<String> {
+    let script = read("scripts/deploy");
+    let line = script
+        .lines()
+        .find(|l| l.starts_with("FUNCTIONS = ("))
+        .expect("FUNCTIONS in scripts/deploy");
+    line.split('"')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_owned)
+        .collect()
+}
+
+/// One deploy path: the workflow deploys by running `scripts/deploy`, the README and
+/// docs/deploy.md give the same command, and nothing else runs `sam deploy` or builds the
+/// zips. `scripts/deploy` builds every function the template packages (SAM packages every
+/// function's `CodeUri`, whatever its condition) and hands SAM CLI an absolute `--config-file`
+/// (a relative one is read from the template's folder, aws/aws-sam-cli 3594). The deploy
+/// rehearsal in `scripts/test` runs the workflow's Deploy step itself against the emulator.
 #[test]
-fn the_deploy_commands_find_their_files_and_build_every_function() {
+fn there_is_one_deploy_path_and_it_builds_every_function() {
     let template = read("infra/template.yaml");
     let functions: Vec<&str> = template
         .lines()
         .filter_map(|l| l.trim().strip_prefix("CodeUri: ../target/lambda/"))
         .filter_map(|l| l.strip_suffix("/bootstrap.zip"))
         .collect();
-    assert_eq!(functions, ["mcp", "migrate", "oauth"]);
-    // The commands: the workflow's `run` steps, and the inline code of the two pages.
-    let workflow = read(".github/workflows/deploy.yml").replace("\\\n", " ");
-    let pages = [read("README.md"), read("docs/deploy.md")].join("\n");
-    let mut commands: Vec<(String, String)> = workflow
-        .lines()
-        .filter(|l| l.contains("sam deploy") || l.contains("cargo lambda build"))
-        .map(|l| {
-            (
-                ".github/workflows/deploy.yml".to_owned(),
-                l.trim().to_owned(),
-            )
-        })
-        .collect();
-    for page_command in pages.replace('\n', " ").split('`').skip(1).step_by(2) {
-        // (`cargo lambda build ...` refers back to a command given in full.)
-        let whole = !page_command.ends_with("...");
-        if whole
-            && (page_command.starts_with("sam deploy")
-                || page_command.starts_with("cargo lambda build"))
-        {
-            commands.push((
-                "README.md / docs/deploy.md".to_owned(),
-                page_command.to_owned(),
-            ));
-        }
-    }
-    let sam: Vec<_> = commands
-        .iter()
-        .filter(|(_, c)| c.contains("sam deploy"))
-        .collect();
-    assert!(sam.len() >= 3, "{commands:?}");
-    for (place, command) in &sam {
-        let words: Vec<&str> = command.split_whitespace().collect();
-        let value = |flag: &str| {
-            words
-                .iter()
-                .position(|w| *w == flag)
-                .and_then(|i| words.get(i + 1))
-                .map(|w| w.trim_matches('"'))
-        };
-        let template_file = value("--template-file")
-            .unwrap_or_else(|| panic!("{place}: `{command}` names no --template-file"));
-        assert!(
-            root().join(template_file).is_file(),
-            "{place}: {template_file}"
-        );
-        let config = value("--config-file").unwrap_or("samconfig.toml");
-        let folder = Path::new(template_file).parent().unwrap();
-        assert!(
-            config.starts_with('$') || root().join(folder).join(config).is_file(),
-            "{place}: `{command}`: SAM CLI would read {}",
-            folder.join(config).display()
-        );
-    }
-    let builds: Vec<_> = commands
-        .iter()
-        .filter(|(_, c)| c.contains("cargo lambda build"))
-        .collect();
-    assert!(builds.len() >= 3, "{commands:?}");
-    for (place, command) in builds {
-        for function in &functions {
+    assert_eq!(functions, deployed_functions());
+    let workflow: Value = serde_norway::from_str(&read(".github/workflows/deploy.yml")).unwrap();
+    let mut deploy_runs = Vec::new();
+    for (job, body) in workflow["jobs"].as_mapping().unwrap() {
+        for step in body["steps"].as_sequence().unwrap() {
+            let Some(run) = step.get("run").map(text) else {
+                continue;
+            };
             assert!(
-                command.contains(&format!("--bin {function}")),
-                "{place}: `{command}` does not build {function}, which SAM packages"
+                !run.contains("sam deploy") && !run.contains("cargo lambda build"),
+                "job {}: deploys or builds beside scripts/deploy: {run}",
+                text(job)
             );
+            if text(job) == "deploy" && text(&step["name"]) == "Deploy" {
+                deploy_runs.push(run);
+            }
         }
     }
+    assert_eq!(
+        deploy_runs.len(),
+        1,
+        "one step named Deploy in the deploy job"
+    );
+    assert!(
+        deploy_runs[0].contains("scripts/deploy \"$STAGE\""),
+        "{}",
+        deploy_runs[0]
+    );
+    assert!(read("scripts/rehearsal/rehearse.py").contains("s.get(\"name\") == \"Deploy\""));
+    for page in ["README.md", "docs/deploy.md"] {
+        let text = read(page);
+        assert!(text.contains("scripts/deploy dev"), "{page}");
+        assert!(
+            !text.contains("`sam deploy -"),
+            "{page} gives a deploy command of its own"
+        );
+    }
+    let script = read("scripts/deploy");
+    assert!(script.contains("config = args.config.resolve()"));
+    assert!(script.contains("\"--config-file\", str(config)"));
 }
 
 /// The VPC statements grant what they say they mirror: `AWSLambdaVPCAccessExecutionRole`,

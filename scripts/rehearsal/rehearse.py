@@ -28,6 +28,9 @@ from typing import Any
 import boto3
 import yaml
 
+sys.path.insert(0, str(Path(__file__).parent))
+import iam  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[2]
 REGION = "eu-west-1"
 FUNCTIONS = {"mcp": "McpFunction", "migrate": "MigrateFunction", "oauth": "OAuthFunction"}
@@ -43,7 +46,12 @@ def check(ok: bool, what: str) -> bool:
 
 # ----------------------------------------------------------------- the emulator
 def start_emulator(port: int, out: Path, ca: str) -> subprocess.Popen:
-    env = dict(os.environ, REHEARSAL_CA_FILE=ca, REHEARSAL_LOG_DIR=str(out))
+    env = dict(
+        os.environ, REHEARSAL_CA_FILE=ca, REHEARSAL_LOG_DIR=str(out),
+        REHEARSAL_OVERRIDES=str(out / "overrides.json"),
+        # moto's recorder: every request the emulator serves, for the IAM replay.
+        MOTO_ENABLE_RECORDING="True", MOTO_RECORDER_FILEPATH=str(out / "recording.jsonl"),
+    )
     log = open(out / "emulator.log", "w")
     process = subprocess.Popen(
         [sys.executable, str(ROOT / "scripts/rehearsal/emulator.py"), str(port), str(out / "resources.jsonl")],
@@ -267,10 +275,10 @@ def check_stack(stage: str, params: dict[str, str], given: dict[str, str], out: 
         client_secret = sm.get_secret_value(SecretId=oauth_env["UPSTREAM_CLIENT_SECRET_ID"])["SecretString"]
         check(len(client_secret) > 20, f"{stage}: the Cognito client's secret is stored")
     _ = by_logical
-    check_functions(stage, names, outputs, bridge)
+    check_functions(stage, names, outputs, bridge, env, out)
 
 
-def invoke_http(function: str, method: str, url: str, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], str]:
+def invoke_http(function: str, method: str, url: str, headers: dict[str, str] | None = None, body: str | None = None) -> tuple[int, dict[str, str], str]:
     """An HTTP API (payload 2.0) request to `function`, as API Gateway would send it."""
     parsed = urllib.parse.urlsplit(url)
     event = {
@@ -283,6 +291,7 @@ def invoke_http(function: str, method: str, url: str, headers: dict[str, str] | 
             "time": "06/Dec/2026:12:00:00 +0000", "timeEpoch": int(time.time() * 1000),
         },
         "isBase64Encoded": False,
+        **({"body": body} if body is not None else {}),
     }
     answer = client("lambda").invoke(FunctionName=function, Payload=json.dumps(event).encode())
     body = answer["Payload"].read().decode()
@@ -292,9 +301,10 @@ def invoke_http(function: str, method: str, url: str, headers: dict[str, str] | 
     return response.get("statusCode", 0), {k.lower(): v for k, v in (response.get("headers") or {}).items()}, response.get("body", "")
 
 
-def check_functions(stage: str, names: dict[str, str], outputs: dict[str, str], bridge: bool) -> None:
+def check_functions(stage: str, names: dict[str, str], outputs: dict[str, str], bridge: bool, env: dict[str, str], out: Path) -> None:
     """Each built function starts with the environment the stack gave it and serves the paths
-    that need no database and no network beyond the emulator."""
+    that need no network beyond the emulator; the endpoint also answers a tool call from the
+    migrated database, through the local PgBouncer in place of the proxy's host."""
     url = outputs.get("McpUrl", "")
     base = url.removesuffix("/mcp")
     status, _, body = invoke_http(names["mcp"], "GET", base + "/.well-known/oauth-protected-resource/mcp")
@@ -304,6 +314,7 @@ def check_functions(stage: str, names: dict[str, str], outputs: dict[str, str], 
     check(issuer in metadata.get("authorization_servers", []), f"{names['mcp']}: its authorization server is {metadata.get('authorization_servers')}")
     status, headers, _ = invoke_http(names["mcp"], "POST", url, {"content-type": "application/json", "accept": "application/json, text/event-stream"})
     check(status == 401 and "resource_metadata=" in headers.get("www-authenticate", ""), f"{names['mcp']}: a call without a token is 401 with a challenge ({status})")
+    tool_call(stage, names["mcp"], url, env, out)
     report = client("lambda").invoke(FunctionName=names["migrate"], Payload=b"{}")
     again = json.loads(report["Payload"].read())
     check(again.get("applied") == [] and again.get("endpoint_password_set") is True,
@@ -316,6 +327,72 @@ def check_functions(stage: str, names: dict[str, str], outputs: dict[str, str], 
         check(len({k.get("kid") for k in keys}) == 2, f"{names['oauth']}: the JWKS publishes both keys of the rotation ({len(keys)}, {status})")
 
 
+DB_PORT = 0
+
+
+def tool_call(stage: str, function: str, url: str, env: dict[str, str], out: Path) -> None:
+    overrides_file = out / "overrides.json"
+    overrides = json.loads(overrides_file.read_text()) if overrides_file.is_file() else {}
+    overrides[function] = {
+        "DB_HOST": "127.0.0.1", "DB_PORT": str(DB_PORT),
+        "AUTH_JWKS_JSON": (ROOT / "dev/jwks.json").read_text(),
+    }
+    overrides_file.write_text(json.dumps(overrides))
+    token = subprocess.run(
+        ["cargo", "run", "-q", "--locked", "-p", "devtools", "--bin", "devtoken", "--",
+         "--aud", url, "--iss", env["AUTH_ISSUER"], "--tenant", "tenant-a", "--ttl", "600"],
+        cwd=ROOT, check=True, stdout=subprocess.PIPE, text=True,
+    ).stdout.strip()
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                       "params": {"name": "describe_data", "arguments": {}}})
+    status, _, answer = invoke_http(function, "POST", url, {
+        "content-type": "application/json", "accept": "application/json, text/event-stream",
+        "authorization": f"Bearer {token}", "mcp-protocol-version": "2025-06-18",
+    }, body)
+    result = json.loads(answer).get("result", {}) if status == 200 else {}
+    check(status == 200 and bool(result.get("content")) and not result.get("isError"),
+          f"{function}: describe_data from the migrated database, with a token of the deployed issuer ({status}: {answer[:200]})")
+
+
+def iam_replay(out: Path) -> None:
+    """Every AWS call the functions made, allowed by the role the stack gave each."""
+    sm, kms, ddb, lam, iam_client = (client(s) for s in ("secretsmanager", "kms", "dynamodb", "lambda", "iam"))
+
+    def key_arn(key: str | None) -> str | None:
+        return kms.describe_key(KeyId=key)["KeyMetadata"]["Arn"] if key else None
+
+    def resolve(service: str, kind: str, value: str) -> tuple[str, str | None]:
+        if kind == "secret":
+            d = sm.describe_secret(SecretId=value)
+            return d["ARN"], key_arn(d.get("KmsKeyId"))
+        if kind == "key":
+            return key_arn(value), None
+        t = ddb.describe_table(TableName=value)["Table"]
+        return t["TableArn"], t.get("SSEDescription", {}).get("KMSMasterKeyArn")
+
+    calls = sorted(set(iam.recorded_calls(out / "recording.jsonl", resolve)), key=str)
+    policies: dict[str, list[dict[str, Any]]] = {}
+    for function in sorted({c.function for c in calls}):
+        role = lam.get_function_configuration(FunctionName=function)["Role"].rsplit("/", 1)[1]
+        policies[function] = [
+            iam.parse_policy(iam_client.get_role_policy(RoleName=role, PolicyName=name)["PolicyDocument"])
+            for name in iam_client.list_role_policies(RoleName=role)["PolicyNames"]
+        ]
+    for call in calls:
+        check(iam.allowed(policies[call.function], call), f"{call.function}: {call} is allowed by its role")
+    made = {(c.function, c.action) for c in calls}
+    for function, action in (
+        ("mcp-dev", "secretsmanager:GetSecretValue"), ("mcp-dev", "dynamodb:UpdateItem"),
+        ("mcp-dev-migrate", "secretsmanager:GetSecretValue"), ("mcp-prod-oauth", "kms:GetPublicKey"),
+    ):
+        check((function, action) in made, f"{function} made {action} (the replay covers it)")
+    # A test of the test: the bridge's role without GetPublicKey must refuse its JWKS reads.
+    removed = iam.without(policies.get("mcp-prod-oauth", []), "kms:GetPublicKey")
+    refused = [c for c in calls if c.function == "mcp-prod-oauth" and not iam.allowed(removed, c)]
+    check(any(c.action == "kms:GetPublicKey" for c in refused),
+          f"with kms:GetPublicKey removed from the bridge's role, the replay refuses {', '.join(map(str, refused)) or 'nothing'}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--port", type=int, required=True, help="the emulator's port")
@@ -323,6 +400,8 @@ def main() -> int:
     parser.add_argument("--ca", required=True, help="the CA file that signs the database's certificate")
     parser.add_argument("--out", type=Path, required=True, help="where logs and the config go")
     args = parser.parse_args()
+    global DB_PORT
+    DB_PORT = args.db_port
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "resources.jsonl").write_text("")
     os.environ.update(
@@ -340,6 +419,8 @@ def main() -> int:
             if run_deploy(stage, config, args.out):
                 params = dict(item.split("=", 1) for item in section["parameter_overrides"])
                 check_stack(stage, params, given, args.out)
+        print("[rehearsal] the functions' AWS calls against their roles", flush=True)
+        iam_replay(args.out)
     finally:
         emulator.terminate()
         emulator.wait()

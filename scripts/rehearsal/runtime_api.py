@@ -11,6 +11,11 @@ What differs from Lambda, and why:
   rewritten to it (this machine has no /var/task to give each function).
 * REHEARSAL_CA_FILE, when set, replaces the RDS CA bundle in the unpacked zip: the local
   database's certificate is signed by the suite's test CA, not by Amazon's.
+* REHEARSAL_OVERRIDES names a JSON file of variables to replace per function, read at each
+  invocation: the rehearsal points the endpoint's database host at the local PgBouncer (the
+  proxy's host name resolves nowhere here) and its JWKS at the test key.
+* Each function runs with credentials naming it (access key id `rehearsal-<function>`), so
+  the emulator's recording attributes every AWS call to a function, and so to its role.
 * Invocations run one at a time, as the rehearsal makes them.
 """
 
@@ -124,6 +129,9 @@ def invoke(fn: Any, event: Any) -> tuple[str, bool, str]:
         server.daemon_threads = True
         threading.Thread(target=server.serve_forever, daemon=True).start()
         env = {k: str(v).replace("/var/task", str(task)) for k, v in (fn.environment_vars or {}).items()}
+        if overrides := os.environ.get("REHEARSAL_OVERRIDES"):
+            if Path(overrides).is_file():
+                env.update(json.loads(Path(overrides).read_text()).get(fn.function_name, {}))
         env.update(
             PATH=os.environ["PATH"],
             AWS_LAMBDA_RUNTIME_API=f"127.0.0.1:{server.server_address[1]}",
@@ -135,7 +143,7 @@ def invoke(fn: Any, event: Any) -> tuple[str, bool, str]:
             AWS_REGION=fn.region,
             AWS_DEFAULT_REGION=fn.region,
             AWS_ENDPOINT_URL=ENDPOINT,
-            AWS_ACCESS_KEY_ID="rehearsal",
+            AWS_ACCESS_KEY_ID=f"rehearsal-{fn.function_name}",
             AWS_SECRET_ACCESS_KEY="rehearsal",
             AWS_SESSION_TOKEN="rehearsal",
             LAMBDA_TASK_ROOT=str(task),

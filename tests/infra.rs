@@ -281,10 +281,28 @@ fn the_mcp_function_gets_every_setting_the_code_reads() {
         intrinsic(&env["CURSOR_SIGNING_KEY_SECRET_ID"]),
         Some(("!Ref".into(), "CursorKeySecret".into()))
     );
-    // The endpoint reaches the database through the proxy, over verified TLS.
+    // The endpoint reaches the database through the proxy (or, without one, directly), over
+    // verified TLS; the proxy's resources exist exactly when it is used.
     assert_eq!(
-        intrinsic(&env["DB_HOST"]),
-        Some(("!GetAtt".into(), "Proxy.Endpoint".into()))
+        if_of(&env["DB_HOST"]),
+        (
+            "UseProxy".to_owned(),
+            ("!GetAtt".to_owned(), "Proxy.Endpoint".to_owned()),
+            ("!Ref".to_owned(), "DatabaseEndpoint".to_owned())
+        )
+    );
+    for proxy_part in [
+        "Proxy",
+        "ProxyTargets",
+        "ProxyRole",
+        "ProxySecurityGroup",
+        "DatabaseIngressFromProxy",
+    ] {
+        assert_eq!(text(&resource(&t, proxy_part)["Condition"]), "UseProxy");
+    }
+    assert_eq!(
+        text(&resource(&t, "DatabaseIngressFromFunction")["Condition"]),
+        "NoProxy"
     );
     assert_eq!(text(&env["DB_SSLMODE"]), "verify-full");
     assert_eq!(text(&env["MCP_PATH"]), "/mcp");
@@ -869,8 +887,8 @@ fn deployed_functions() -> Vec<String> {
 /// rehearsal in `scripts/test` runs the workflow's Deploy step itself against the emulator.
 #[test]
 fn there_is_one_deploy_path_and_it_builds_every_function() {
-    let template = read("infra/template.yaml");
-    let functions: Vec<&str> = template
+    let template_text = read("infra/template.yaml");
+    let functions: Vec<&str> = template_text
         .lines()
         .filter_map(|l| l.trim().strip_prefix("CodeUri: ../target/lambda/"))
         .filter_map(|l| l.strip_suffix("/bootstrap.zip"))
@@ -915,6 +933,30 @@ fn there_is_one_deploy_path_and_it_builds_every_function() {
     let script = read("scripts/deploy");
     assert!(script.contains("config = args.config.resolve()"));
     assert!(script.contains("\"--config-file\", str(config)"));
+    // The quick start: the command the docs give is the one the rehearsal runs, and every
+    // stage of the SAM config is a Stage the template accepts.
+    let quickstart = "scripts/deploy demo --quickstart";
+    assert!(read("docs/deploy.md").contains(quickstart));
+    assert!(read("README.md").contains(quickstart));
+    assert!(
+        read("scripts/rehearsal/rehearse.py").contains(&format!("QUICKSTART = \"{quickstart}\""))
+    );
+    let stages: Vec<String> = template()["Parameters"]["Stage"]["AllowedValues"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(text)
+        .collect();
+    let config = read("infra/samconfig.toml");
+    for line in config.lines() {
+        if let Some(stage) = line
+            .strip_prefix('[')
+            .and_then(|l| l.strip_suffix(".deploy.parameters]"))
+            .filter(|s| *s != "default")
+        {
+            assert!(stages.contains(&stage.to_owned()), "{stage} is no Stage");
+        }
+    }
 }
 
 /// The VPC statements grant what they say they mirror: `AWSLambdaVPCAccessExecutionRole`,

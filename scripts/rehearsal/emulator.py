@@ -218,6 +218,62 @@ class Secret(CloudFormationModel):
         return cls(secret.arn, resource_name)
 
 
+class DBCluster(CloudFormationModel):
+    """An Aurora cluster: its endpoint a name, its admin secret (ManageMasterUserPassword) a
+    real secret in RDS JSON, as RDS keeps it."""
+
+    __module__ = "moto.rds.rehearsal"
+
+    def __init__(self, identifier: str, endpoint: str, secret_arn: str):
+        self.identifier = identifier
+        self.endpoint = endpoint
+        self.secret_arn = secret_arn
+
+    @staticmethod
+    def cloudformation_type() -> str:
+        return "AWS::RDS::DBCluster"
+
+    @staticmethod
+    def cloudformation_name_type() -> str:
+        return "DBClusterIdentifier"
+
+    @classmethod
+    def has_cfn_attr(cls, attr: str) -> bool:
+        return attr in ("Endpoint.Address", "Endpoint.Port", "MasterUserSecret.SecretArn", "DBClusterArn")
+
+    def get_cfn_attribute(self, attribute_name: str) -> str:
+        return {
+            "Endpoint.Address": self.endpoint,
+            "Endpoint.Port": "5432",
+            "MasterUserSecret.SecretArn": self.secret_arn,
+            "DBClusterArn": f"arn:aws:rds:eu-west-1:123456789012:cluster:{self.identifier}",
+        }[attribute_name]
+
+    @property
+    def physical_resource_id(self) -> str:
+        return self.identifier
+
+    @classmethod
+    def create_from_cloudformation_json(  # type: ignore[override]
+        cls, resource_name: str, cloudformation_json: Any, account_id: str, region_name: str, **kwargs: Any
+    ) -> "DBCluster":
+        p = cloudformation_json["Properties"]
+        identifier = resource_name.lower()
+        endpoint = f"{identifier}.cluster-{secrets.token_hex(6)}.{region_name}.rds.amazonaws.com"
+        arn = ""
+        if p.get("ManageMasterUserPassword"):
+            backend = secretsmanager_backends[account_id][region_name]
+            name = f"rds!cluster-{secrets.token_hex(8)}"
+            value = {"username": p["MasterUsername"], "password": generated({"ExcludePunctuation": True})}
+            backend.create_secret(
+                name=name, secret_string=json.dumps(value), secret_binary=None, description=None,
+                tags=None, kms_key_id=None, client_request_token=None, replica_regions=[], force_overwrite=False,
+            )
+            arn = backend.secrets[name].arn
+        record({"stack": kwargs.get("StackId"), "logical": kwargs.get("LogicalId"), "type": cls.cloudformation_type(), "id": identifier, "properties": p})
+        return cls(identifier, endpoint, arn)
+
+
 # ----------------------------------------------------------------- what moto drops
 _kms_create = kms_models.Key.create_from_cloudformation_json.__func__
 
@@ -383,6 +439,11 @@ STAND_INS = [
     stand_in("AWS::RDS::DBProxyTargetGroup", "arn:aws:rds:{region}:{account}:target-group:prx-tg-{id}"),
     stand_in("AWS::EC2::SecurityGroupEgress", "sgr-{id}"),
     stand_in("AWS::CloudWatch::Alarm", "{AlarmName}", {"Arn": "arn:aws:cloudwatch:{region}:{account}:alarm:{AlarmName}"}),
+    stand_in("AWS::RDS::DBClusterParameterGroup", "{logical}-{id}"),
+    # moto's own knows no Aurora engine (a cluster's instances are Aurora's).
+    stand_in("AWS::RDS::DBInstance", "{logical}-{id}", {"Endpoint.Address": "{logical}-{id}.{region}.rds.amazonaws.com"}),
+    stand_in("AWS::Cognito::UserPool", "{region}_{id}", {"ProviderURL": "cognito-idp.{region}.amazonaws.com/{region}_{id}", "Arn": "arn:aws:cognito-idp:{region}:{account}:userpool/{region}_{id}"}),
+    stand_in("AWS::Cognito::UserPoolDomain", "{Domain}"),
     # SAM CLI's own managed stack (its artifact bucket) has one.
     stand_in("AWS::S3::BucketPolicy", "{Bucket}"),
     stand_in("AWS::Cognito::UserPoolClient", "{id}", {"ClientSecret": "{secret}", "ClientId": "{id}"}),

@@ -135,10 +135,11 @@ def configs(given: dict[str, str], db_port: int) -> dict[str, dict[str, Any]]:
         "OAuthSigningKeys": "green,blue",
     }
     variants = {}
-    for stage, extra in (("dev", {}), ("prod", every_condition)):
+    # The quick start's section is used as it is: its foundation fills in the rest.
+    for stage, extra in (("dev", filled), ("prod", {**filled, **every_condition}), ("demo", {"Architecture": "x86_64"})):
         section = dict(document[stage]["deploy"]["parameters"])
         overrides = dict(item.split("=", 1) for item in section["parameter_overrides"])
-        overrides.update(filled, DatabaseName=f"mcp_rehearsal_{stage}", **extra)
+        overrides.update(extra, DatabaseName=f"mcp_rehearsal_{stage}")
         section["parameter_overrides"] = [f"{k}={v}" for k, v in overrides.items()]
         variants[stage] = section
     return variants
@@ -163,8 +164,14 @@ def deploy_step() -> tuple[str, dict[str, str]]:
     return step["run"], env
 
 
+# The quick start's command, as docs/deploy.md gives it.
+QUICKSTART = "scripts/deploy demo --quickstart"
+
+
 def run_deploy(stage: str, config: Path, out: Path) -> bool:
     script, step_env = deploy_step()
+    if stage == "demo":
+        script, step_env = QUICKSTART, {}
     env = dict(
         os.environ, **step_env, STAGE=stage,
         DEPLOY_CONFIG=str(config), DEPLOY_NO_BUILD="1", DEPLOY_SKIP_CHECKS="1",
@@ -176,7 +183,8 @@ def run_deploy(stage: str, config: Path, out: Path) -> bool:
                               cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     if done.returncode != 0:
         print((out / f"deploy-{stage}.log").read_text()[-6000:])
-    return check(done.returncode == 0, f"{stage}: the workflow's Deploy step ({script.strip().splitlines()[-1].strip()}) succeeds")
+    what = "the quick start" if stage == "demo" else "the workflow's Deploy step"
+    return check(done.returncode == 0, f"{stage}: {what} ({script.strip().splitlines()[-1].strip()}) succeeds")
 
 
 # ----------------------------------------------------------------- checks
@@ -184,13 +192,37 @@ def recorded(out: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (out / "resources.jsonl").read_text().splitlines()]
 
 
+def check_foundation(stage: str, params: dict[str, str]) -> dict[str, str]:
+    """The quick start's foundation stack, and the endpoint's stack built on its outputs."""
+    cfn = client("cloudformation")
+    foundation = cfn.describe_stacks(StackName=f"event-store-mcp-{stage}-foundation")["Stacks"][0]
+    check(foundation["StackStatus"] == "CREATE_COMPLETE", f"{stage}: foundation stack status {foundation['StackStatus']}")
+    given = {o["OutputKey"]: o["OutputValue"] for o in foundation.get("Outputs") or []}
+    stack = cfn.describe_stacks(StackName=f"event-store-mcp-{stage}")["Stacks"][0]
+    deployed = {p["ParameterKey"]: p["ParameterValue"] for p in stack["Parameters"]}
+    def items(value: str | None) -> set[str]:
+        return {v.strip(" '[]") for v in (value or "").split(",")}
+
+    for key, value in given.items():
+        if key != "SignInDomain":
+            check(items(deployed.get(key)) == items(value), f"{stage}: {key} = the foundation's {value} ({deployed.get(key)})")
+    for key, value in params.items():
+        check(deployed.get(key) == value, f"{stage}: {key} = {value} as the config says")
+    subnets = given.get("SubnetIds", "").split(",")
+    check(len(subnets) == 2 and all(subnets), f"{stage}: two private subnets {subnets}")
+    secret = json.loads(client("secretsmanager").get_secret_value(SecretId=given["AdminSecretArn"])["SecretString"])
+    check(set(secret) >= {"username", "password"}, f"{stage}: the cluster's admin secret is RDS JSON")
+    return {**given, **params, "subnets": given.get("SubnetIds", "")}
+
+
 def check_stack(stage: str, params: dict[str, str], given: dict[str, str], out: Path) -> None:
     cfn = client("cloudformation")
     stack = cfn.describe_stacks(StackName=f"event-store-mcp-{stage}")["Stacks"][0]
     check(stack["StackStatus"] == "CREATE_COMPLETE", f"{stage}: stack status {stack['StackStatus']}")
     outputs = {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs") or []}
+    proxied = params.get("DatabaseProxy", "true") == "true"
     bridge = params.get("EnableOAuthBridge") == "true"
-    expected = {"McpUrl", "McpFunctionName", "MigrateFunctionName", "ProxyEndpoint", "EndpointSecretArn"}
+    expected = {"McpUrl", "McpFunctionName", "MigrateFunctionName", "EndpointSecretArn"} | ({"ProxyEndpoint"} if proxied else set())
     if bridge:
         expected |= {"OAuthIssuer", "OAuthCallbackUrl", "UpstreamClientSecretArn"}
     check(expected <= outputs.keys(), f"{stage}: outputs {sorted(expected - outputs.keys()) or 'all present'}")
@@ -205,15 +237,15 @@ def check_stack(stage: str, params: dict[str, str], given: dict[str, str], out: 
     for binary, name in names.items():
         c = lam.get_function_configuration(FunctionName=name)
         check(c["Runtime"] == "provided.al2023" and c["Handler"] == "bootstrap", f"{name}: runtime {c['Runtime']}, handler {c['Handler']}")
-        check(c["Architectures"] == [params["Architecture"]], f"{name}: architecture {c['Architectures']}")
+        check(c["Architectures"] == [params.get("Architecture", "arm64")], f"{name}: architecture {c['Architectures']}")
         in_vpc = binary != "oauth"
         subnets = sorted(c.get("VpcConfig", {}).get("SubnetIds") or [])
         check(subnets == (sorted(given["subnets"].split(",")) if in_vpc else []), f"{name}: subnets {subnets}")
         if binary == "mcp":
-            check(c["MemorySize"] == int(params["FunctionMemoryMB"]), f"{name}: memory {c['MemorySize']} MB")
-            check(c["Timeout"] == int(params["FunctionTimeoutSeconds"]), f"{name}: timeout {c['Timeout']} s")
+            check(c["MemorySize"] == int(params.get("FunctionMemoryMB", 256)), f"{name}: memory {c['MemorySize']} MB")
+            check(c["Timeout"] == int(params.get("FunctionTimeoutSeconds", 29)), f"{name}: timeout {c['Timeout']} s")
             reserved = lam.get_function_concurrency(FunctionName=name).get("ReservedConcurrentExecutions")
-            check(reserved == int(params["ReservedConcurrency"]), f"{name}: reserved concurrency {reserved}")
+            check(reserved == int(params.get("ReservedConcurrency", 20)), f"{name}: reserved concurrency {reserved}")
             check(c.get("TracingConfig", {}).get("Mode") == "Active", f"{name}: tracing {c.get('TracingConfig')}")
         check(c.get("LoggingConfig", {}).get("LogFormat") == "JSON", f"{name}: JSON logs")
     if "McpFunctionName" in outputs:
@@ -231,7 +263,10 @@ def check_stack(stage: str, params: dict[str, str], given: dict[str, str], out: 
     check(ttl.get("TimeToLiveStatus") == "ENABLED", f"{stage}: the rate-limit table {table} expires items ({ttl})")
     resources = [r for r in recorded(out) if r.get("stack") == stack["StackId"]]
     proxy = next((r for r in resources if r["type"] == "AWS::RDS::DBProxy"), None)
-    check(proxy is not None and env["DB_HOST"].startswith(proxy["properties"]["DBProxyName"]), f"{stage}: DB_HOST {env['DB_HOST']} is the proxy")
+    if proxied:
+        check(proxy is not None and env["DB_HOST"].startswith(proxy["properties"]["DBProxyName"]), f"{stage}: DB_HOST {env['DB_HOST']} is the proxy")
+    else:
+        check(proxy is None and env["DB_HOST"] == params["DatabaseEndpoint"], f"{stage}: no proxy; DB_HOST {env['DB_HOST']} is the database")
 
     # Routes: each reaches an integration, each integration a function of this stack.
     by_logical = {r["logical"]: r for r in resources}
@@ -275,7 +310,7 @@ def check_stack(stage: str, params: dict[str, str], given: dict[str, str], out: 
         client_secret = sm.get_secret_value(SecretId=oauth_env["UPSTREAM_CLIENT_SECRET_ID"])["SecretString"]
         check(len(client_secret) > 20, f"{stage}: the Cognito client's secret is stored")
     _ = by_logical
-    check_functions(stage, names, outputs, bridge, env, out)
+    check_functions(stage, names, outputs, bridge, env, out, params)
 
 
 def invoke_http(function: str, method: str, url: str, headers: dict[str, str] | None = None, body: str | None = None) -> tuple[int, dict[str, str], str]:
@@ -301,7 +336,7 @@ def invoke_http(function: str, method: str, url: str, headers: dict[str, str] | 
     return response.get("statusCode", 0), {k.lower(): v for k, v in (response.get("headers") or {}).items()}, response.get("body", "")
 
 
-def check_functions(stage: str, names: dict[str, str], outputs: dict[str, str], bridge: bool, env: dict[str, str], out: Path) -> None:
+def check_functions(stage: str, names: dict[str, str], outputs: dict[str, str], bridge: bool, env: dict[str, str], out: Path, params: dict[str, str]) -> None:
     """Each built function starts with the environment the stack gave it and serves the paths
     that need no network beyond the emulator; the endpoint also answers a tool call from the
     migrated database, through the local PgBouncer in place of the proxy's host."""
@@ -324,20 +359,23 @@ def check_functions(stage: str, names: dict[str, str], outputs: dict[str, str], 
         check(status == 200 and json.loads(body).get("issuer") == outputs.get("OAuthIssuer"), f"{names['oauth']}: its metadata names the issuer ({status})")
         status, _, body = invoke_http(names["oauth"], "GET", base + "/oauth/jwks")
         keys = json.loads(body).get("keys", []) if status == 200 else []
-        check(len({k.get("kid") for k in keys}) == 2, f"{names['oauth']}: the JWKS publishes both keys of the rotation ({len(keys)}, {status})")
+        slots = len(params.get("OAuthSigningKeys", "blue").split(","))
+        check(len({k.get("kid") for k in keys}) == slots, f"{names['oauth']}: the JWKS publishes {slots} key(s) ({len(keys)}, {status})")
 
 
 DB_PORT = 0
 
 
-def tool_call(stage: str, function: str, url: str, env: dict[str, str], out: Path) -> None:
+def local_db(out: Path, function: str, **extra: str) -> None:
+    """Points `function` at the local database (through the rehearsal's PgBouncer)."""
     overrides_file = out / "overrides.json"
     overrides = json.loads(overrides_file.read_text()) if overrides_file.is_file() else {}
-    overrides[function] = {
-        "DB_HOST": "127.0.0.1", "DB_PORT": str(DB_PORT),
-        "AUTH_JWKS_JSON": (ROOT / "dev/jwks.json").read_text(),
-    }
+    overrides[function] = {"DB_HOST": "127.0.0.1", "DB_PORT": str(DB_PORT), **extra}
     overrides_file.write_text(json.dumps(overrides))
+
+
+def tool_call(stage: str, function: str, url: str, env: dict[str, str], out: Path) -> None:
+    local_db(out, function, AUTH_JWKS_JSON=(ROOT / "dev/jwks.json").read_text())
     token = subprocess.run(
         ["cargo", "run", "-q", "--locked", "-p", "devtools", "--bin", "devtoken", "--",
          "--aud", url, "--iss", env["AUTH_ISSUER"], "--tenant", "tenant-a", "--ttl", "600"],
@@ -416,9 +454,18 @@ def main() -> int:
         write_config(variants, config)
         for stage, section in variants.items():
             print(f"[rehearsal] {stage}", flush=True)
+            if stage == "demo":
+                # The cluster's host name resolves nowhere here: its functions reach the local
+                # database through the PgBouncer instead.
+                local_db(args.out, "mcp-demo-migrate")
+                local_db(args.out, "mcp-demo")
             if run_deploy(stage, config, args.out):
                 params = dict(item.split("=", 1) for item in section["parameter_overrides"])
-                check_stack(stage, params, given, args.out)
+                expected = given
+                if stage == "demo":
+                    params = check_foundation(stage, params)
+                    expected = params
+                check_stack(stage, params, expected, args.out)
         print("[rehearsal] the functions' AWS calls against their roles", flush=True)
         iam_replay(args.out)
     finally:

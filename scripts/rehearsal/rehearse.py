@@ -349,7 +349,15 @@ def check_functions(stage: str, names: dict[str, str], outputs: dict[str, str], 
     check(issuer in metadata.get("authorization_servers", []), f"{names['mcp']}: its authorization server is {metadata.get('authorization_servers')}")
     status, headers, _ = invoke_http(names["mcp"], "POST", url, {"content-type": "application/json", "accept": "application/json, text/event-stream"})
     check(status == 401 and "resource_metadata=" in headers.get("www-authenticate", ""), f"{names['mcp']}: a call without a token is 401 with a challenge ({status})")
-    tool_call(stage, names["mcp"], url, env, out)
+    tenant = params.get("UpstreamDefaultTenant", "tenant-a")
+    described = tool_call(stage, names["mcp"], url, env, out, tenant)
+    if stage == "demo":
+        # The quick start's migrate loaded sample events for the tenant every user gets, once.
+        types = described.get("event_types", [])
+        check(len(types) > 3, f"{names['mcp']}: the tenant {tenant} has sample events ({len(types)} event types)")
+        again = client("lambda").invoke(FunctionName=names["migrate"], Payload=json.dumps({"sample_tenant": tenant}).encode())
+        loaded = json.loads(again["Payload"].read()).get("sample_events_loaded")
+        check(loaded == 0, f"{names['migrate']}: asked again, loads no more sample events ({loaded})")
     report = client("lambda").invoke(FunctionName=names["migrate"], Payload=b"{}")
     again = json.loads(report["Payload"].read())
     check(again.get("applied") == [] and again.get("endpoint_password_set") is True,
@@ -374,11 +382,11 @@ def local_db(out: Path, function: str, **extra: str) -> None:
     overrides_file.write_text(json.dumps(overrides))
 
 
-def tool_call(stage: str, function: str, url: str, env: dict[str, str], out: Path) -> None:
+def tool_call(stage: str, function: str, url: str, env: dict[str, str], out: Path, tenant: str) -> dict[str, Any]:
     local_db(out, function, AUTH_JWKS_JSON=(ROOT / "dev/jwks.json").read_text())
     token = subprocess.run(
         ["cargo", "run", "-q", "--locked", "-p", "devtools", "--bin", "devtoken", "--",
-         "--aud", url, "--iss", env["AUTH_ISSUER"], "--tenant", "tenant-a", "--ttl", "600"],
+         "--aud", url, "--iss", env["AUTH_ISSUER"], "--tenant", tenant, "--ttl", "600"],
         cwd=ROOT, check=True, stdout=subprocess.PIPE, text=True,
     ).stdout.strip()
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
@@ -390,6 +398,7 @@ def tool_call(stage: str, function: str, url: str, env: dict[str, str], out: Pat
     result = json.loads(answer).get("result", {}) if status == 200 else {}
     check(status == 200 and bool(result.get("content")) and not result.get("isError"),
           f"{function}: describe_data from the migrated database, with a token of the deployed issuer ({status}: {answer[:200]})")
+    return result.get("structuredContent") or {}
 
 
 def iam_replay(out: Path) -> None:

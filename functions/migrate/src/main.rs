@@ -3,7 +3,9 @@
 //! * As a Lambda function (what the deploy invokes): connects with the admin secret
 //!   `DB_ADMIN_SECRET_ID` (TLS per `DB_SSLMODE`/`DB_CA_FILE`, `DB_HOST`/`DB_PORT`/`DB_NAME`
 //!   overrides), applies the migrations, sets the endpoint role's password from
-//!   `DB_SECRET_ID` when given, and returns the report as JSON.
+//!   `DB_SECRET_ID` when given, and returns the report as JSON. The payload `{}` asks for
+//!   nothing more; `{"sample_tenant": "demo", "sample_events": 5000}` also loads sample events
+//!   for that tenant once (the quick start's), and the report says how many.
 //! * From a shell: the same with `DB_ADMIN_SECRET_ID`, or `DATABASE_ADMIN_URL` (plain TCP on
 //!   loopback), plus `--seed [EVENTS_PER_TENANT]` to load the sample tenants `tenant-a`,
 //!   `tenant-b`, `tenant-c` locally.
@@ -42,14 +44,68 @@ async fn endpoint_secret() -> anyhow::Result<Option<mcp_db::DbSecret>> {
     Ok(Some(source.get(true, Duration::from_secs(10)).await?))
 }
 
-async fn run_once() -> anyhow::Result<migrate::Report> {
+/// What an invocation may ask besides the migrations.
+#[derive(Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Request {
+    /// Load sample events for this tenant, unless it has events already.
+    #[serde(default)]
+    sample_tenant: Option<String>,
+    /// How many (at most `MAX_SAMPLE_EVENTS`, so the load fits the function's timeout).
+    #[serde(default = "default_sample_events")]
+    sample_events: usize,
+}
+
+const MAX_SAMPLE_EVENTS: usize = 100_000;
+
+fn default_sample_events() -> usize {
+    5000
+}
+
+impl Request {
+    fn from_payload(payload: serde_json::Value) -> anyhow::Result<Self> {
+        // (serde would also take a struct as a sequence of its fields.)
+        if !payload.is_object() {
+            bail!("the payload must be a JSON object");
+        }
+        let request: Self = serde_json::from_value(payload).context(
+            "the payload: expected {} or {\"sample_tenant\": NAME, \"sample_events\": N}",
+        )?;
+        if request.sample_events > MAX_SAMPLE_EVENTS {
+            bail!("sample_events is at most {MAX_SAMPLE_EVENTS}");
+        }
+        if request
+            .sample_tenant
+            .as_deref()
+            .is_some_and(|t| t.is_empty() || t.len() > 128)
+        {
+            bail!("sample_tenant must be 1 to 128 characters");
+        }
+        Ok(request)
+    }
+}
+
+async fn run_once(request: &Request) -> anyhow::Result<serde_json::Value> {
     let db = admin_db().await?;
     let mut client = db
         .connect_unchecked()
         .await
         .context("connecting as the admin role")?;
     let endpoint = endpoint_secret().await?;
-    migrate::deploy(&mut client, endpoint.as_ref()).await
+    let report = migrate::deploy(&mut client, endpoint.as_ref()).await?;
+    let mut answer = serde_json::to_value(&report)?;
+    if let Some(tenant) = &request.sample_tenant {
+        let loaded = migrate::seed(
+            &mut client,
+            &[tenant.as_str()],
+            request.sample_events,
+            jiff::Timestamp::now(),
+        )
+        .await
+        .context("loading the sample events")?;
+        answer["sample_events_loaded"] = loaded.into();
+    }
+    Ok(answer)
 }
 
 /// The level from `RUST_LOG` (the template sets it from `LogLevel`), `info` without it.
@@ -67,15 +123,18 @@ async fn main() -> anyhow::Result<()> {
             .with_target(false)
             .without_time()
             .init();
-        let handler =
-            lambda_runtime::service_fn(|_: lambda_runtime::LambdaEvent<serde_json::Value>| async {
-                let report = run_once().await.map_err(|e| {
-                    tracing::error!(error = format!("{e:#}"), "migration failed");
-                    lambda_runtime::Error::from(format!("{e:#}"))
-                })?;
-                tracing::info!(?report, "migrations up to date");
-                Ok::<_, lambda_runtime::Error>(serde_json::to_value(report)?)
-            });
+        let handler = lambda_runtime::service_fn(
+            |event: lambda_runtime::LambdaEvent<serde_json::Value>| async {
+                let answer = async { run_once(&Request::from_payload(event.payload)?).await }
+                    .await
+                    .map_err(|e| {
+                        tracing::error!(error = format!("{e:#}"), "migration failed");
+                        lambda_runtime::Error::from(format!("{e:#}"))
+                    })?;
+                tracing::info!(report = %answer, "migrations up to date");
+                Ok::<_, lambda_runtime::Error>(answer)
+            },
+        );
         return lambda_runtime::run(handler)
             .await
             .map_err(|e| anyhow::anyhow!(e));
@@ -84,8 +143,8 @@ async fn main() -> anyhow::Result<()> {
         .with_env_filter(log_level())
         .with_target(false)
         .init();
-    let report = run_once().await?;
-    tracing::info!(?report, "migrations up to date");
+    let report = run_once(&Request::default()).await?;
+    tracing::info!(%report, "migrations up to date");
     let mut args = std::env::args().skip(1);
     match args.next().as_deref() {
         None => {}
@@ -113,4 +172,36 @@ async fn main() -> anyhow::Result<()> {
         Some(other) => bail!("unknown argument {other:?}: expected --seed [EVENTS_PER_TENANT]"),
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_payload_asks_for_nothing_or_for_sample_events_within_bounds() {
+        assert_eq!(
+            Request::from_payload(serde_json::json!({})).unwrap(),
+            Request {
+                sample_tenant: None,
+                sample_events: 5000
+            }
+        );
+        let asked = serde_json::json!({"sample_tenant": "demo", "sample_events": 20});
+        assert_eq!(
+            Request::from_payload(asked).unwrap(),
+            Request {
+                sample_tenant: Some("demo".into()),
+                sample_events: 20
+            }
+        );
+        for refused in [
+            serde_json::json!({"sample_tenant": "demo", "sample_events": 100_001}),
+            serde_json::json!({"sample_tenant": ""}),
+            serde_json::json!({"seed": true}),
+            serde_json::json!([]),
+        ] {
+            assert!(Request::from_payload(refused.clone()).is_err(), "{refused}");
+        }
+    }
 }

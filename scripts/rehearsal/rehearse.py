@@ -317,7 +317,7 @@ def invoke_http(function: str, method: str, url: str, headers: dict[str, str] | 
     """An HTTP API (payload 2.0) request to `function`, as API Gateway would send it."""
     parsed = urllib.parse.urlsplit(url)
     event = {
-        "version": "2.0", "routeKey": "$default", "rawPath": parsed.path, "rawQueryString": "",
+        "version": "2.0", "routeKey": "$default", "rawPath": parsed.path, "rawQueryString": parsed.query,
         "headers": {"host": parsed.netloc, "x-forwarded-proto": "https", **(headers or {})},
         "requestContext": {
             "accountId": "123456789012", "apiId": "rehearsal", "domainName": parsed.netloc,
@@ -365,6 +365,21 @@ def check_functions(stage: str, names: dict[str, str], outputs: dict[str, str], 
     if bridge:
         status, _, body = invoke_http(names["oauth"], "GET", base + "/.well-known/oauth-authorization-server")
         check(status == 200 and json.loads(body).get("issuer") == outputs.get("OAuthIssuer"), f"{names['oauth']}: its metadata names the issuer ({status})")
+        # A client registers (RFC 7591) and starts a sign-in: the bridge answers with its own
+        # consent page (the upstream sign-in comes after it, beyond the rehearsal's reach).
+        callback = "https://claude.ai/api/mcp/auth_callback"
+        status, _, body = invoke_http(names["oauth"], "POST", base + "/oauth/register", {"content-type": "application/json"},
+                                      json.dumps({"redirect_uris": [callback], "client_name": "Rehearsal", "token_endpoint_auth_method": "none"}))
+        client_id = json.loads(body).get("client_id") if status == 201 else None
+        check(client_id is not None, f"{names['oauth']}: a client registers ({status})")
+        query = urllib.parse.urlencode({
+            "response_type": "code", "client_id": client_id or "", "redirect_uri": callback, "state": "s",
+            "code_challenge": "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM", "code_challenge_method": "S256",
+            "resource": url, "scope": "events:read",
+        })
+        status, headers, body = invoke_http(names["oauth"], "GET", f"{base}/oauth/authorize?{query}")
+        check(status == 200 and "Rehearsal" in body and "text/html" in headers.get("content-type", ""),
+              f"{names['oauth']}: the sign-in starts at the bridge's consent page naming the client ({status})")
         status, _, body = invoke_http(names["oauth"], "GET", base + "/oauth/jwks")
         keys = json.loads(body).get("keys", []) if status == 200 else []
         slots = len(params.get("OAuthSigningKeys", "blue").split(","))

@@ -107,6 +107,7 @@ def configs(given: dict[str, str], db_port: int) -> dict[str, dict[str, Any]]:
         "DatabaseEndpoint": "127.0.0.1",
         "DatabasePort": str(db_port),
         "AdminSecretArn": given["admin"],
+        "AuthIssuer": "https://issuer.rehearsal.example/",
         # The zips scripts/test builds are x86_64 (this machine has no aarch64 target).
         "Architecture": "x86_64",
     }
@@ -131,12 +132,17 @@ def configs(given: dict[str, str], db_port: int) -> dict[str, dict[str, Any]]:
         "RateLimitPerTenant": "500",
         "RouteTableIds": given["route_table"],
         "TraceCollectorLayerArn": f"arn:aws:lambda:{REGION}:901920570463:layer:aws-otel-collector-arm64-ver-0-117-0:1",
+        "RotationLambdaArn": f"arn:aws:lambda:{REGION}:123456789012:function:rehearsal-rotation",
         # Mid-rotation: both signing-key slots exist, green signs, blue is still published.
         "OAuthSigningKeys": "green,blue",
     }
     variants = {}
     # The quick start's section is used as it is: its foundation fills in the rest.
-    for stage, extra in (("dev", filled), ("prod", {**filled, **every_condition}), ("demo", {"Architecture": "x86_64"})):
+    for stage, extra in (
+        ("dev", {**filled, "DatabaseInstanceIdentifier": "events-rehearsal"}),
+        ("prod", {**filled, **every_condition, "DatabaseClusterIdentifier": "events-rehearsal"}),
+        ("demo", {"Architecture": "x86_64"}),
+    ):
         section = dict(document[stage]["deploy"]["parameters"])
         overrides = dict(item.split("=", 1) for item in section["parameter_overrides"])
         overrides.update(extra, DatabaseName=f"mcp_rehearsal_{stage}")
@@ -344,7 +350,7 @@ def check_functions(stage: str, names: dict[str, str], outputs: dict[str, str], 
     base = url.removesuffix("/mcp")
     status, _, body = invoke_http(names["mcp"], "GET", base + "/.well-known/oauth-protected-resource/mcp")
     metadata = json.loads(body) if status == 200 else {}
-    issuer = outputs.get("OAuthIssuer") if bridge else "https://issuer.example.com/"
+    issuer = outputs.get("OAuthIssuer") if bridge else params["AuthIssuer"]
     check(status == 200 and metadata.get("resource") == url, f"{names['mcp']}: protected-resource metadata names {metadata.get('resource')} ({status})")
     check(issuer in metadata.get("authorization_servers", []), f"{names['mcp']}: its authorization server is {metadata.get('authorization_servers')}")
     status, headers, _ = invoke_http(names["mcp"], "POST", url, {"content-type": "application/json", "accept": "application/json, text/event-stream"})
@@ -476,6 +482,12 @@ def main() -> int:
         variants = configs(given, args.db_port)
         config = args.out / "samconfig.toml"
         write_config(variants, config)
+        # The config as shipped still holds its example values: the deploy refuses it before
+        # building or calling AWS, naming what to edit.
+        shipped = subprocess.run(["scripts/deploy", "dev", "--no-build"], cwd=ROOT, env=dict(os.environ, AWS_REGION=REGION),
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        check(shipped.returncode == 1 and "still has the example value of" in shipped.stdout and "VpcId" in shipped.stdout,
+              f"infra/samconfig.toml as shipped is refused, naming the values to edit ({shipped.stdout.strip()[-120:]})")
         for stage, section in variants.items():
             print(f"[rehearsal] {stage}", flush=True)
             if stage == "demo":

@@ -163,6 +163,17 @@ def generated(spec: dict[str, Any]) -> str:
     return value
 
 
+def put_secret(account_id: str, region_name: str, name: str, value: str, properties: dict[str, Any]) -> str:
+    """A real secret in moto's Secrets Manager; its ARN."""
+    backend = secretsmanager_backends[account_id][region_name]
+    backend.create_secret(
+        name=name, secret_string=value, secret_binary=None, description=properties.get("Description"),
+        tags=properties.get("Tags"), kms_key_id=properties.get("KmsKeyId"), client_request_token=None,
+        replica_regions=[], force_overwrite=False,
+    )
+    return backend.secrets[name].arn
+
+
 class Secret(CloudFormationModel):
     # moto files each model under the service its module names (moto.<service>.models).
     __module__ = "moto.secretsmanager.rehearsal"
@@ -201,21 +212,9 @@ class Secret(CloudFormationModel):
             value = generated(p["GenerateSecretString"])
         else:
             raise ValueError(f"{kwargs.get('LogicalId')}: a secret needs SecretString or GenerateSecretString")
-        backend = secretsmanager_backends[account_id][region_name]
-        backend.create_secret(
-            name=resource_name,
-            secret_string=value,
-            secret_binary=None,
-            description=p.get("Description"),
-            tags=p.get("Tags"),
-            kms_key_id=p.get("KmsKeyId"),
-            client_request_token=None,
-            replica_regions=[],
-            force_overwrite=False,
-        )
-        secret = backend.secrets[resource_name]
-        record({"stack": kwargs.get("StackId"), "logical": kwargs.get("LogicalId"), "type": cls.cloudformation_type(), "id": secret.arn, "properties": p})
-        return cls(secret.arn, resource_name)
+        arn = put_secret(account_id, region_name, resource_name, value, p)
+        record({"stack": kwargs.get("StackId"), "logical": kwargs.get("LogicalId"), "type": cls.cloudformation_type(), "id": arn, "properties": p})
+        return cls(arn, resource_name)
 
 
 class DBCluster(CloudFormationModel):
@@ -262,14 +261,8 @@ class DBCluster(CloudFormationModel):
         endpoint = f"{identifier}.cluster-{secrets.token_hex(6)}.{region_name}.rds.amazonaws.com"
         arn = ""
         if p.get("ManageMasterUserPassword"):
-            backend = secretsmanager_backends[account_id][region_name]
-            name = f"rds!cluster-{secrets.token_hex(8)}"
             value = {"username": p["MasterUsername"], "password": generated({"ExcludePunctuation": True})}
-            backend.create_secret(
-                name=name, secret_string=json.dumps(value), secret_binary=None, description=None,
-                tags=None, kms_key_id=None, client_request_token=None, replica_regions=[], force_overwrite=False,
-            )
-            arn = backend.secrets[name].arn
+            arn = put_secret(account_id, region_name, f"rds!cluster-{secrets.token_hex(8)}", json.dumps(value), {})
         record({"stack": kwargs.get("StackId"), "logical": kwargs.get("LogicalId"), "type": cls.cloudformation_type(), "id": identifier, "properties": p})
         return cls(identifier, endpoint, arn)
 

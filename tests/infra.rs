@@ -187,10 +187,6 @@ const MCP_DEFAULTS: &[(&str, &str)] = &[
         "default 300 s; a refused password re-reads at once",
     ),
     (
-        "DB_CONNECT_TIMEOUT_MS",
-        "default 3 s, and the request deadline bounds it",
-    ),
-    (
         "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
         "OTEL_EXPORTER_OTLP_ENDPOINT names the collector layer's base URL",
     ),

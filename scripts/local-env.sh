@@ -144,7 +144,7 @@ bridge_issuer() {
 # start_upstream_server ROOT PORT BRIDGE_ISSUER LOG: starts the upstream issuer on
 # 127.0.0.1:PORT with the bridge whose issuer is BRIDGE_ISSUER as its one client. Sets
 # UPSTREAM_SERVER_URL and UPSTREAM_SERVER_PID. The client secret is the one
-# scripts/bridge-resources stored.
+# scripts/seed-emulator stored.
 start_upstream_server() {
   local root="$1" port="$2" bridge="$3" log="$4"
   UPSTREAM_SERVER_URL="http://127.0.0.1:$port"
@@ -158,7 +158,7 @@ start_upstream_server() {
 # bridge_env ISSUER AWS_URL UPSTREAM_ISSUER KMS_KEY_ID: appends the settings of the bridge
 # whose issuer is ISSUER to LOCAL_ENV_ARGS (call local_env first, with AUTH_SERVER_URL set to
 # that issuer, so the endpoint trusts the bridge). Its secrets, KMS key and table are in the
-# emulator at AWS_URL (scripts/bridge-resources prints the key id).
+# emulator at AWS_URL (scripts/seed-emulator prints the key id).
 bridge_env() {
   local issuer="$1" aws_url="$2" upstream="$3" key_id="$4"
   LOCAL_ENV_ARGS+=(

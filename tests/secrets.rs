@@ -19,7 +19,7 @@ async fn rotate_in_proxy(env: &Env, db: &str, password: &str) {
         format!("\"postgres\" \"postgres-admin\"\n\"mcp_endpoint\" \"{password}\"\n"),
     )
     .unwrap();
-    let pem = std::fs::read(format!("{}/ca.crt", env.dir)).unwrap();
+    let pem = std::fs::read(format!("{}/ca.pem", env.dir)).unwrap();
     let admin = Db::new(DbConfig {
         credentials: Credentials::Url(format!(
             "postgres://postgres:postgres-admin@127.0.0.1:{}/pgbouncer",

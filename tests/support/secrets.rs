@@ -51,7 +51,7 @@ pub(crate) fn db_with_secret(
     secret_id: &str,
     env: &Env,
 ) -> Db {
-    let pem = std::fs::read(format!("{}/ca.crt", env.dir)).unwrap();
+    let pem = std::fs::read(format!("{}/ca.pem", env.dir)).unwrap();
     Db::new(DbConfig {
         credentials: Credentials::Secret {
             source: Arc::new(SecretSource::new(

@@ -26,6 +26,7 @@ mod properties;
 mod resources;
 mod search;
 mod secrets;
+mod served;
 mod smoke;
 mod stateless;
 mod store;

@@ -42,7 +42,9 @@ _unpacked: dict[str, Path] = {}
 def unpack(code: bytes) -> Path:
     digest = hashlib.sha256(code).hexdigest()[:16]
     if digest not in _unpacked:
-        target = Path(tempfile.mkdtemp(prefix=f"rehearsal-task-{digest}-"))
+        # Under the rehearsal's output folder (emptied at each start), not left in /tmp.
+        parent = os.environ.get("REHEARSAL_LOG_DIR") or None
+        target = Path(tempfile.mkdtemp(prefix=f"task-{digest}-", dir=parent)).resolve()
         with tempfile.NamedTemporaryFile() as f:
             f.write(code)
             f.flush()

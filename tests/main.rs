@@ -24,6 +24,7 @@ mod limits;
 mod prompts;
 mod properties;
 mod resources;
+mod rollups;
 mod search;
 mod secrets;
 mod served;

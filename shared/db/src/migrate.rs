@@ -23,6 +23,9 @@ pub enum Step {
     /// A SQL file that changes how `events.search` is computed, run in one transaction,
     /// then every stored document recomputed in short batches (writes go on throughout).
     SearchDocuments(&'static str),
+    /// A SQL file that adds the rollups and their triggers, run in one transaction, then the
+    /// rows older than the triggers counted in short batches (`count_rollup_backlog`).
+    Rollups(&'static str),
 }
 
 /// Every migration, in order: (version, step).
@@ -60,7 +63,15 @@ pub const MIGRATIONS: &[(&str, Step)] = &[
         "0006_search_field_gaps",
         Step::SearchDocuments(include_str!("../migrations/0006_search_field_gaps.sql")),
     ),
+    (
+        "0007_event_rollups",
+        Step::Rollups(include_str!("../migrations/0007_event_rollups.sql")),
+    ),
 ];
+
+/// Events per rollup backfill batch: each batch holds `events`' SHARE lock (writers wait,
+/// readers do not) for the moment it takes to aggregate them.
+const ROLLUP_BATCH: i64 = 20_000;
 
 /// Rows per backfill statement: each batch is its own short transaction, so row locks are
 /// held for a moment and the work done survives an interrupted deploy.
@@ -129,6 +140,7 @@ async fn apply(client: &mut Client) -> Result<Vec<String>, DbError> {
                 Step::EventSearchIndex => event_search_index(client).await,
                 Step::Indexes(indexes) => concurrent_indexes(client, indexes).await,
                 Step::SearchDocuments(sql) => search_documents(client, sql).await,
+                Step::Rollups(sql) => rollups(client, sql).await,
                 Step::Sql(_) => Ok(()),
             }
             .map_err(DbError::Query)?;
@@ -197,6 +209,57 @@ async fn search_documents(client: &mut Client, sql: &str) -> Result<(), tokio_po
     let rows = fill_search(client, "").await?;
     tracing::info!(rows, "events.search recomputed");
     Ok(())
+}
+
+/// Runs `sql` (the rollups, their triggers and the backlog's bounds) in one transaction, then
+/// counts the backlog: the rows that existed before the triggers.
+#[allow(clippy::disallowed_methods)]
+async fn rollups(client: &mut Client, sql: &str) -> Result<(), tokio_postgres::Error> {
+    let tx = client.transaction().await?;
+    tx.batch_execute(sql).await?;
+    tx.commit().await?;
+    let rows = count_rollup_backlog(client).await?;
+    tracing::info!(rows, "event rollups backfilled");
+    Ok(())
+}
+
+/// Counts the rows `event_rollup_backfill` says the triggers left out, `ROLLUP_BATCH` ids at
+/// a time, each batch one transaction that also advances `done_to`, so an interrupted
+/// migration resumes where it stopped. Each batch first takes `events`' SHARE lock: a delete
+/// or update of a row in the batch's range then either committed before the batch read it
+/// (the trigger left it out, the batch counts its new state) or waits until the batch has
+/// committed (the trigger, now outside the backlog, counts the change). Readers never wait.
+async fn count_rollup_backlog(client: &mut Client) -> Result<u64, tokio_postgres::Error> {
+    let mut counted = 0;
+    loop {
+        let tx = client.transaction().await?;
+        tx.execute("SET LOCAL lock_timeout = '5s'", &[]).await?;
+        tx.execute("LOCK TABLE events IN SHARE MODE", &[]).await?;
+        let row = tx
+            .query_one(
+                "SELECT done_to, least(done_to + $1, target_to) FROM event_rollup_backfill",
+                &[&ROLLUP_BATCH],
+            )
+            .await?;
+        let (from, to): (i64, i64) = (row.try_get(0)?, row.try_get(1)?);
+        if from >= to {
+            return Ok(counted);
+        }
+        let batch = tx
+            .query_one(
+                "SELECT coalesce(cardinality(s.deltas), 0)::bigint FROM (\
+                     SELECT array_agg(ROW(tenant_id, entity_id, entity_type, event_type, severity, \
+                         occurred_at, 1)::event_rollup_delta) AS deltas \
+                     FROM events WHERE id > $1 AND id <= $2) AS s, \
+                 LATERAL (SELECT event_rollups_add(s.deltas)) AS added",
+                &[&from, &to],
+            )
+            .await?;
+        counted += u64::try_from(batch.try_get::<_, i64>(0)?).unwrap_or(0);
+        tx.execute("UPDATE event_rollup_backfill SET done_to = $1", &[&to])
+            .await?;
+        tx.commit().await?;
+    }
 }
 
 /// Builds each of `indexes` concurrently.

@@ -12,6 +12,7 @@ use tokio_postgres::types::Type;
 use crate::args::{required_window, tool};
 use crate::event::{col, severity_name};
 use crate::outcome::{PAGE_OVERHEAD_BYTES, ToolResult, done, fail, read_rows};
+use crate::rollup::Split;
 use crate::sql;
 use crate::store::{Store, tenant};
 
@@ -137,6 +138,7 @@ async fn run(store: Arc<Store>, args: Args, ctx: RequestContext) -> ToolResult {
             bucket.as_str()
         ));
     }
+    let split = Split::new(since, until, seconds, args.entity_id.is_some());
     let filters = Arc::new((args.entity_id, args.event_types));
     let interval = format!("{seconds} seconds");
     let rows = store
@@ -148,11 +150,15 @@ async fn run(store: Arc<Store>, args: Args, ctx: RequestContext) -> ToolResult {
                 tx.query_and_commit(
                     group_by.statement(),
                     &[
-                        (&interval, Type::TEXT),
                         (&since, Type::TIMESTAMPTZ),
                         (&until, Type::TIMESTAMPTZ),
                         (entity, Type::TEXT),
                         (types, Type::TEXT_ARRAY),
+                        (&split.m1, Type::TIMESTAMPTZ),
+                        (&split.h1, Type::TIMESTAMPTZ),
+                        (&split.h2, Type::TIMESTAMPTZ),
+                        (&split.m2, Type::TIMESTAMPTZ),
+                        (&interval, Type::TEXT),
                         (&cap, Type::INT8),
                     ],
                 )

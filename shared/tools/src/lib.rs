@@ -24,6 +24,7 @@ mod outcome;
 mod prompts;
 mod query_events;
 mod resources;
+mod rollup;
 mod search_events;
 mod search_fetch;
 mod sql;

@@ -45,15 +45,92 @@ pub(crate) const MAX_EVENT_TYPES: i64 = 200;
 /// `describe_data`: the catalog of event types, up to `$1` of them.
 pub(crate) const EVENT_TYPES: &str =
     "SELECT name, description, field_schema FROM event_types ORDER BY name LIMIT $1";
+/// Whether the rollups (migration `0007_event_rollups`) hold every event: false while the
+/// migration is still counting the rows older than its triggers. Until then each statement
+/// below counts from `events`, as it did before there were rollups (a one-time filter:
+/// PostgreSQL evaluates it once and skips the branch it rules out).
+macro_rules! rollups_ready {
+    () => {
+        "WITH ready AS MATERIALIZED (SELECT coalesce((SELECT done_to >= target_to FROM event_rollup_backfill), false) AS ok) "
+    };
+}
+
+/// `describe_data`'s counts come from `event_totals` (tenant x entity type x event type x
+/// severity, a few hundred rows), whatever the store's size.
+macro_rules! totals {
+    () => {
+        concat!(
+            rollups_ready!(),
+            ", totals AS (\
+                 SELECT entity_type, severity, events FROM event_totals WHERE (SELECT ok FROM ready) \
+                 UNION ALL SELECT entity_type, severity, 1 FROM events WHERE NOT (SELECT ok FROM ready)) "
+        )
+    };
+}
+
 /// `describe_data`: the most common entity types.
-pub(crate) const ENTITY_TYPES: &str = "SELECT entity_type, count(*) AS events FROM events \
-     GROUP BY entity_type ORDER BY events DESC, entity_type LIMIT 100";
+pub(crate) const ENTITY_TYPES: &str = concat!(
+    totals!(),
+    "SELECT entity_type, sum(events)::bigint AS events FROM totals \
+     GROUP BY entity_type HAVING sum(events) > 0 ORDER BY events DESC, entity_type LIMIT 100"
+);
 /// `describe_data`: events per severity.
-pub(crate) const SEVERITY_COUNTS: &str =
-    "SELECT severity, count(*) AS events FROM events GROUP BY severity ORDER BY severity";
-/// `describe_data`: the time range covered and the event count.
-pub(crate) const EVENT_RANGE: &str =
-    "SELECT min(occurred_at) AS first, max(occurred_at) AS last, count(*) AS events FROM events";
+pub(crate) const SEVERITY_COUNTS: &str = concat!(
+    totals!(),
+    "SELECT severity, sum(events)::bigint AS events FROM totals \
+     GROUP BY severity HAVING sum(events) > 0 ORDER BY severity"
+);
+/// `describe_data`: the time range covered (each end one probe of `events_tenant_time`) and
+/// the event count.
+pub(crate) const EVENT_RANGE: &str = concat!(
+    totals!(),
+    "SELECT (SELECT min(occurred_at) FROM events) AS first, (SELECT max(occurred_at) FROM events) AS last, \
+            (SELECT coalesce(sum(events), 0)::bigint FROM totals) AS events"
+);
+
+/// The events of a window, as rows of (`at`, `event_type`, `severity`, `events`) to be summed:
+/// `$1` <= occurred_at < `$2`, optionally only entity `$3`, optionally only the event types
+/// `$4`. `$5` <= `$6` <= `$7` <= `$8` split the window (`rollup::Split`): whole hours
+/// [`$6`, `$7`) come from the hourly rollups (per entity when `$3` is given), whole minutes
+/// [`$5`, `$6`) and [`$7`, `$8`) from the minute rollup, and only the parts of a minute at
+/// either end, [`$1`, `$5`) and [`$8`, `$2`), from `events`. For one entity there is no
+/// minute rollup: `$5` = `$6` and `$7` = `$8`, and up to an hour at each end comes from
+/// `events` (that entity's rows only, through `events_tenant_entity_time`). While the
+/// rollups are being backfilled the whole window comes from `events`.
+macro_rules! window_parts {
+    () => {
+        concat!(
+            rollups_ready!(),
+            ", parts AS (\
+                 SELECT hour AS at, event_type, severity, events FROM event_counts_hour \
+                 WHERE $3::text IS NULL AND hour >= $6 AND hour < $7 AND (SELECT ok FROM ready) \
+                   AND ($4::text[] IS NULL OR event_type = ANY($4)) \
+               UNION ALL SELECT hour, event_type, severity, events FROM entity_counts_hour \
+                 WHERE entity_id = $3 AND hour >= $6 AND hour < $7 AND (SELECT ok FROM ready) \
+                   AND ($4::text[] IS NULL OR event_type = ANY($4)) \
+               UNION ALL SELECT minute, event_type, severity, events FROM event_counts_minute \
+                 WHERE $3::text IS NULL AND minute >= $5 AND minute < $6 AND (SELECT ok FROM ready) \
+                   AND ($4::text[] IS NULL OR event_type = ANY($4)) \
+               UNION ALL SELECT minute, event_type, severity, events FROM event_counts_minute \
+                 WHERE $3::text IS NULL AND minute >= $7 AND minute < $8 AND (SELECT ok FROM ready) \
+                   AND ($4::text[] IS NULL OR event_type = ANY($4)) \
+               UNION ALL SELECT occurred_at, event_type, severity, 1 FROM events \
+                 WHERE $3::text IS NULL AND occurred_at >= $1 \
+                   AND occurred_at < (SELECT CASE WHEN ok THEN $5 ELSE $2 END FROM ready) \
+                   AND ($4::text[] IS NULL OR event_type = ANY($4)) \
+               UNION ALL SELECT occurred_at, event_type, severity, 1 FROM events \
+                 WHERE $3::text IS NULL AND occurred_at >= (SELECT CASE WHEN ok THEN $8 ELSE $2 END FROM ready) \
+                   AND occurred_at < $2 AND ($4::text[] IS NULL OR event_type = ANY($4)) \
+               UNION ALL SELECT occurred_at, event_type, severity, 1 FROM events \
+                 WHERE entity_id = $3 AND occurred_at >= $1 \
+                   AND occurred_at < (SELECT CASE WHEN ok THEN $5 ELSE $2 END FROM ready) \
+                   AND ($4::text[] IS NULL OR event_type = ANY($4)) \
+               UNION ALL SELECT occurred_at, event_type, severity, 1 FROM events \
+                 WHERE entity_id = $3 AND occurred_at >= (SELECT CASE WHEN ok THEN $8 ELSE $2 END FROM ready) \
+                   AND occurred_at < $2 AND ($4::text[] IS NULL OR event_type = ANY($4))) "
+        )
+    };
+}
 
 /// The window `summarize_window` reads: `$1` <= occurred_at < `$2`, optionally one entity.
 macro_rules! summary_scope {
@@ -62,11 +139,10 @@ macro_rules! summary_scope {
     };
 }
 
-/// `summarize_window`: events per severity in the window.
+/// `summarize_window`: events per severity in the window (`window_parts`, `$4` null).
 pub(crate) const WINDOW_SEVERITY_COUNTS: &str = concat!(
-    "SELECT severity, count(*) AS events FROM events WHERE ",
-    summary_scope!(),
-    " GROUP BY severity"
+    window_parts!(),
+    "SELECT severity, sum(events)::bigint AS events FROM parts GROUP BY severity HAVING sum(events) > 0"
 );
 
 /// `summarize_window`: the newest precomputed summaries in the window, up to `$4`.
@@ -77,18 +153,19 @@ pub(crate) const WINDOW_SUMMARIES: &str = concat!(
 );
 
 /// `count_events`, one statement per grouping: the grouping column is chosen from this
-/// fixed set, never from the caller's text. `$1` is the bucket width in seconds. Buckets
-/// are binned from the Unix epoch, so they start on UTC minute, hour and day boundaries
-/// whatever the window (two calls over overlapping windows agree on shared buckets).
+/// fixed set, never from the caller's text. The window's events are `window_parts`; `$9` is
+/// the bucket width in seconds and `$10` the most rows read. Buckets are binned from the
+/// Unix epoch, so they start on UTC minute, hour and day boundaries whatever the window (two
+/// calls over overlapping windows agree on shared buckets), and every rollup row (a whole
+/// minute or hour) falls inside one bucket.
 macro_rules! count_by {
     ($key:literal) => {
         concat!(
-            "SELECT date_bin($1::text::interval, occurred_at, TIMESTAMPTZ '1970-01-01 00:00:00+00') AS start, ",
+            window_parts!(),
+            "SELECT date_bin($9::text::interval, at, TIMESTAMPTZ '1970-01-01 00:00:00+00') AS start, ",
             $key,
-            " AS key, count(*) AS events FROM events \
-             WHERE occurred_at >= $2 AND occurred_at < $3 \
-               AND ($4::text IS NULL OR entity_id = $4) AND ($5::text[] IS NULL OR event_type = ANY($5)) \
-             GROUP BY start, key ORDER BY start, key LIMIT $6"
+            " AS key, sum(events)::bigint AS events FROM parts \
+             GROUP BY start, key HAVING sum(events) > 0 ORDER BY start, key LIMIT $10"
         )
     };
 }

@@ -16,6 +16,7 @@ use crate::event::{SEVERITIES, col, severity_name};
 use crate::outcome::{
     LIST_VALUE_BYTES, STORED_TEXT_NOTICE, ToolResult, done, read_rows, shorten_values,
 };
+use crate::rollup::Split;
 use crate::sql;
 use crate::store::{Store, tenant};
 
@@ -76,17 +77,28 @@ async fn run(store: Arc<Store>, args: Args, ctx: RequestContext) -> ToolResult {
         .read(NAME, &ctx, &tenant, move |tx| {
             let entity = entity.clone();
             Box::pin(async move {
-                let base: [Param<'_>; 3] = [
+                let no_types: Option<Vec<String>> = None;
+                let split = Split::new(since, until, 3_600, entity.is_some());
+                let tally_params: [Param<'_>; 8] = [
                     (&since, Type::TIMESTAMPTZ),
                     (&until, Type::TIMESTAMPTZ),
                     (&*entity, Type::TEXT),
+                    (&no_types, Type::TEXT_ARRAY),
+                    (&split.m1, Type::TIMESTAMPTZ),
+                    (&split.h1, Type::TIMESTAMPTZ),
+                    (&split.h2, Type::TIMESTAMPTZ),
+                    (&split.m2, Type::TIMESTAMPTZ),
                 ];
-                let mut params = base.to_vec();
-                params.push((&probe, Type::INT8));
+                let params: [Param<'_>; 4] = [
+                    (&since, Type::TIMESTAMPTZ),
+                    (&until, Type::TIMESTAMPTZ),
+                    (&*entity, Type::TEXT),
+                    (&probe, Type::INT8),
+                ];
                 // Independent reads: one flight with the COMMIT, one round trip.
                 let [tally, summaries] = tx
                     .queries_and_commit([
-                        (sql::WINDOW_SEVERITY_COUNTS, &base),
+                        (sql::WINDOW_SEVERITY_COUNTS, &tally_params),
                         (sql::WINDOW_SUMMARIES, &params),
                     ])
                     .await?;

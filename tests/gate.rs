@@ -135,6 +135,7 @@ fn the_deployed_tools_are_exactly_these() {
                 "count",
                 "truncated",
                 "next_cursor",
+                "older_matches_until",
             ],
         ),
         // The pair ChatGPT connectors and deep research look for: one string argument each.

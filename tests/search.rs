@@ -517,7 +517,7 @@ async fn search_and_fetch_answer_in_the_shape_chatgpt_documents() {
 /// The search is one statement that also reads the query's shape (one round trip with its
 /// transaction): a query the rule refuses never reaches the ranking, which for a query of
 /// exclusions only would rank every event in the window. Read from the statement's own
-/// plan, run as the endpoint's role: `search_event_ranks` is never executed when refused.
+/// plan, run as the endpoint's role: `search_event_newest` is never executed when refused.
 #[tokio::test]
 async fn a_refused_query_ranks_nothing() {
     let db = fixture().await;
@@ -541,7 +541,7 @@ async fn a_refused_query_ranks_nothing() {
     let run = |query: &'static str| {
         let (client, explain) = (&client, &explain);
         async move {
-            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 8] = [
+            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 9] = [
                 &query,
                 &since,
                 &until,
@@ -550,6 +550,7 @@ async fn a_refused_query_ranks_nothing() {
                 &None::<jiff::Timestamp>,
                 &None::<i64>,
                 &11i64,
+                &500i64,
             ];
             let rows = client
                 .query(mcp_tools::SEARCH_EVENTS_SQL, &params)
@@ -575,11 +576,11 @@ async fn a_refused_query_ranks_nothing() {
     client.batch_execute("ROLLBACK").await.unwrap();
 }
 
-/// How many times the plan's scan of `search_event_ranks` ran (`None`: no such node).
+/// How many times the plan's scan of `search_event_newest` ran (`None`: no such node).
 fn ranking_loops(plan: &Value) -> Option<u64> {
     match plan {
         Value::Object(node) => {
-            if node.get("Function Name").and_then(Value::as_str) == Some("search_event_ranks") {
+            if node.get("Function Name").and_then(Value::as_str) == Some("search_event_newest") {
                 return node.get("Actual Loops").and_then(Value::as_u64);
             }
             node.values().find_map(ranking_loops)
@@ -590,7 +591,7 @@ fn ranking_loops(plan: &Value) -> Option<u64> {
 }
 
 #[tokio::test]
-async fn the_search_index_is_used_at_100_000_events() {
+async fn search_reads_a_bounded_number_of_rows_at_100_000_events() {
     let db = TestDb::create().await;
     let tenants = ["tenant-a", "tenant-b", "tenant-c"];
     let mut seeding = crate::support::db::admin(&db.name).await;
@@ -601,8 +602,31 @@ async fn the_search_index_is_used_at_100_000_events() {
     assert_eq!(inserted, 100_002);
     db.admin.batch_execute("ANALYZE events").await.unwrap();
 
-    // The plan of the statement inside search_event_ranks, as auto_explain reports it to
-    // this session, for the endpoint's role and one tenant.
+    // A rare pair of words: few matches, found through the search index.
+    let (rows, plan, scans) = ranking_plan(&db, "checkout timeouts").await;
+    assert_eq!(rows, 11, "the sample has many checkout timeouts");
+    assert!(
+        plan.contains(r#""Index Name": "events_search""#),
+        "the ranking statement does not use the search index: {plan}"
+    );
+    assert!(!plan.contains(r#""Node Type": "Seq Scan""#), "{plan}");
+    assert!(scans >= 1, "events_search was scanned {scans} times");
+
+    // A word in two thirds of the events (every service's events): the newest 500 matches
+    // are found by reading about as many rows, not the tenant's 22,000 matches.
+    let (rows, plan, _) = ranking_plan(&db, "service").await;
+    assert_eq!(rows, 11);
+    let read = rows_read(&serde_json::from_str(&plan).unwrap());
+    assert!(
+        (501..=2_000).contains(&read),
+        "the ranking read {read} rows of events for a common word: {plan}"
+    );
+}
+
+/// Runs `search_event_newest` for `query` (tenant-a, November, 500 candidates, a page of
+/// 10 and its probe) as the endpoint's role; returns its rows, the plan of the statement
+/// inside it as auto_explain reports it, and how often `events_search` was scanned.
+async fn ranking_plan(db: &TestDb, query: &str) -> (usize, String, i64) {
     let (client, mut connection) = tokio_postgres::connect(&format!("{ADMIN}/{}", db.name), NoTls)
         .await
         .unwrap();
@@ -622,6 +646,7 @@ async fn the_search_index_is_used_at_100_000_events() {
         .batch_execute(
             "LOAD 'auto_explain'; SET auto_explain.log_min_duration = 0; \
              SET auto_explain.log_nested_statements = on; SET auto_explain.log_format = 'json'; \
+             SET auto_explain.log_analyze = on; \
              SET auto_explain.log_level = 'notice'; SET client_min_messages = 'notice'; \
              BEGIN READ ONLY; SET LOCAL ROLE mcp_endpoint; \
              SELECT set_config('app.tenant_id', 'tenant-a', true)",
@@ -630,14 +655,13 @@ async fn the_search_index_is_used_at_100_000_events() {
         .unwrap();
     let rows = client
         .query(
-            "SELECT id, rank FROM search_event_ranks('checkout timeouts', \
+            "SELECT id, rank FROM search_event_newest($1, \
              TIMESTAMPTZ '2026-11-01T00:00:00Z', TIMESTAMPTZ '2026-12-01T00:00:00Z', 0::int2, \
-             NULL, NULL, NULL, 11)",
-            &[],
+             NULL, NULL, NULL, 11, 500)",
+            &[&query],
         )
         .await
         .unwrap();
-    assert_eq!(rows.len(), 11, "the sample has many checkout timeouts");
     let scans: i64 = client
         .query_one(
             "SELECT pg_stat_get_xact_numscans('events_search'::regclass)",
@@ -656,10 +680,91 @@ async fn the_search_index_is_used_at_100_000_events() {
         .iter()
         .find(|p| p.contains("ts_rank_cd"))
         .unwrap_or_else(|| panic!("no plan of the ranking statement among {plans:?}"));
+    // auto_explain's notice is "duration: ... plan:\n{json}".
+    let json = inner[inner.find('{').unwrap()..].to_owned();
+    (rows.len(), json, scans)
+}
+
+/// Rows the plan's scans of `events` produced or threw away (filter and recheck).
+fn rows_read(plan: &Value) -> u64 {
+    match plan {
+        Value::Object(node) => {
+            let own = if node.get("Relation Name").and_then(Value::as_str) == Some("events") {
+                [
+                    "Actual Rows",
+                    "Rows Removed by Filter",
+                    "Rows Removed by Index Recheck",
+                ]
+                .iter()
+                .filter_map(|k| node.get(*k).and_then(Value::as_u64))
+                .sum()
+            } else {
+                0
+            };
+            own + node.values().map(rows_read).sum::<u64>()
+        }
+        Value::Array(items) => items.iter().map(rows_read).sum(),
+        _ => 0,
+    }
+}
+
+/// Only the newest 500 matches are ranked; when more match, `older_matches_until` is the
+/// `until` that reaches the older ones, and searching with it finds exactly those.
+#[tokio::test]
+async fn a_common_word_ranks_the_newest_500_and_says_where_the_older_are() {
+    let db = fixture().await;
+    // 620 events about zebras, one a minute from 2026-11-10T00:00Z; the ones on even
+    // minutes say it twice (a better rank), so ranking and recency disagree.
+    db.admin
+        .batch_execute(
+            "INSERT INTO events (tenant_id, entity_id, entity_type, event_type, severity, occurred_at, ai_summary) \
+             SELECT 'acme', 'svc-z', 'service', 'alert.fired', 3, \
+                    TIMESTAMPTZ '2026-11-10T00:00:00Z' + make_interval(mins => i), \
+                    CASE WHEN i % 2 = 0 THEN 'zebra zebra crossing' ELSE 'zebra seen' END \
+             FROM generate_series(0, 619) AS i",
+        )
+        .await
+        .unwrap();
+    let app = app(&db);
+    let mut args = november("zebra");
+    args["limit"] = json!(50);
+    let first = ok(&search_events(&app, "acme", args.clone()).await).clone();
+    // The 501st newest is minute 119: the older ones start one microsecond after it.
+    assert_eq!(first["older_matches_until"], "2026-11-10T01:59:00.000001Z");
+    // Every ranked hit is among the newest 500 (minutes 120 to 619), best first.
+    let mut seen = Vec::new();
+    let mut page = first;
+    loop {
+        for hit in page["results"].as_array().unwrap() {
+            seen.push(hit["occurred_at"].as_str().unwrap().to_owned());
+        }
+        let Some(cursor) = page["next_cursor"].as_str() else {
+            break;
+        };
+        let mut next = args.clone();
+        next["cursor"] = json!(cursor);
+        page = ok(&search_events(&app, "acme", next).await).clone();
+    }
+    assert_eq!(seen.len(), 500);
+    assert!(seen.iter().all(|at| at.as_str() >= "2026-11-10T02:00:00Z"));
+    // Best first (the 250 that say it twice, newest first), then the others.
+    assert_eq!(seen[0], "2026-11-10T10:18:00Z");
+    assert_eq!(seen[249], "2026-11-10T02:00:00Z");
+    assert_eq!(seen[250], "2026-11-10T10:19:00Z");
+    // The older matches, through the `until` the answer gave: minutes 0 to 119, all ranked.
+    let mut older = json!({"query": "zebra", "since": NOVEMBER.0, "until": "2026-11-10T01:59:00.000001Z", "limit": 50});
+    let v = ok(&search_events(&app, "acme", older.clone()).await).clone();
+    assert_eq!(v["older_matches_until"], Value::Null);
+    assert_eq!(v["count"], 50);
     assert!(
-        inner.contains(r#""Index Name": "events_search""#),
-        "the ranking statement does not use the search index: {inner}"
+        v["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|h| h["occurred_at"].as_str().unwrap() <= "2026-11-10T01:59:00Z")
     );
-    assert!(!inner.contains(r#""Node Type": "Seq Scan""#), "{inner}");
-    assert!(scans >= 1, "events_search was scanned {scans} times");
+    // A word matched by fewer than 500 events says nothing more.
+    older["query"] = json!("incident");
+    let v = ok(&search_events(&app, "acme", older).await).clone();
+    assert_eq!(v["older_matches_until"], Value::Null);
 }

@@ -67,6 +67,10 @@ pub const MIGRATIONS: &[(&str, Step)] = &[
         "0007_event_rollups",
         Step::Rollups(include_str!("../migrations/0007_event_rollups.sql")),
     ),
+    (
+        "0008_search_newest_matches",
+        Step::Sql(include_str!("../migrations/0008_search_newest_matches.sql")),
+    ),
 ];
 
 /// Events per rollup backfill batch: each batch holds `events`' SHARE lock (writers wait,
@@ -151,6 +155,20 @@ async fn apply(client: &mut Client) -> Result<Vec<String>, DbError> {
         }
         tracing::info!(migration = version, "applied");
         applied.push((*version).to_owned());
+    }
+    // A backlog left by `event_rollups_reset()` (or by an interrupted run) is counted on
+    // every run until it is empty.
+    let backlog = client
+        .query_one(
+            "SELECT to_regclass('event_rollup_backfill') IS NOT NULL \
+                    AND (SELECT done_to < target_to FROM event_rollup_backfill) IS TRUE",
+            &[],
+        )
+        .await
+        .map_err(DbError::Query)?;
+    if backlog.try_get::<_, bool>(0).map_err(DbError::Query)? {
+        let rows = count_rollup_backlog(client).await.map_err(DbError::Query)?;
+        tracing::info!(rows, "event rollups backfilled");
     }
     Ok(applied)
 }

@@ -44,8 +44,18 @@ pub use prompts::register_prompts;
 pub use query_events::MAX_LIMIT;
 pub use resources::{ENTITY_STATE_TEMPLATE, EVENT_TYPES_URI, register_resources};
 pub use search_events::MAX_SEARCH_LIMIT;
+// The statements and their parameters, for the benchmarks that run exactly what the tools
+// run (bench's floor and its scale benchmark).
 #[doc(hidden)]
-pub use sql::{COMPLETE_ENTITY_IDS, COMPLETE_EVENT_TYPES, QUERY_EVENTS_SQL, SEARCH_EVENTS_SQL};
+pub use rollup::Split as WindowSplit;
+#[doc(hidden)]
+pub use search_events::SEARCH_CANDIDATES;
+#[doc(hidden)]
+pub use sql::{
+    COMPLETE_ENTITY_IDS, COMPLETE_EVENT_TYPES, COUNT_ALL, COUNT_BY_EVENT_TYPE, COUNT_BY_SEVERITY,
+    ENTITY_TYPES, EVENT_RANGE, EVENT_TYPES, QUERY_EVENTS_SQL, SEARCH_EVENTS_SQL, SEVERITY_COUNTS,
+    WINDOW_SEVERITY_COUNTS, WINDOW_SUMMARIES,
+};
 pub use store::Store;
 
 /// Registers every event-store tool, in the order `tools/list` shows them.

@@ -10,11 +10,11 @@ const HOUR: i64 = 3_600_000_000;
 /// `since <= m1 <= h1 <= h2 <= m2 <= until`: `[h1, h2)` whole hours, `[m1, h1)` and
 /// `[h2, m2)` whole minutes, `[since, m1)` and `[m2, until)` counted from `events`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Split {
-    pub(crate) m1: Timestamp,
-    pub(crate) h1: Timestamp,
-    pub(crate) h2: Timestamp,
-    pub(crate) m2: Timestamp,
+pub struct Split {
+    pub m1: Timestamp,
+    pub h1: Timestamp,
+    pub h2: Timestamp,
+    pub m2: Timestamp,
 }
 
 impl Split {
@@ -22,7 +22,7 @@ impl Split {
     /// when a bucket holds whole hours) and, for one entity, without the minute rollup (there
     /// is none per entity: the ends up to the first and after the last whole hour come from
     /// that entity's events).
-    pub(crate) fn new(
+    pub fn new(
         since: Timestamp,
         until: Timestamp,
         bucket_seconds: i64,

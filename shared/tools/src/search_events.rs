@@ -24,11 +24,14 @@ const NAME: &str = "search_events";
 
 /// Most results one page holds.
 pub const MAX_SEARCH_LIMIT: i64 = 50;
+/// How many of the newest matches in the window are ranked: what bounds a search's cost
+/// when a word matches millions of events (the older ones are a narrower window away).
+pub const SEARCH_CANDIDATES: i64 = 500;
 /// Longest query, in characters: a question, not a document.
 pub(crate) const MAX_QUERY_CHARS: usize = 200;
 /// The window searched when none is given: the last 30 days.
 const DEFAULT_WINDOW: SignedDuration = SignedDuration::from_hours(30 * 24);
-/// The widest window one search may cover (the ranking reads every match in it).
+/// The widest window one search may cover.
 const MAX_WINDOW: SignedDuration = SignedDuration::from_hours(366 * 24);
 
 fn default_limit() -> i64 {
@@ -60,7 +63,7 @@ pub(crate) struct Args {
 pub(crate) fn def(store: Arc<Store>) -> ToolDef {
     tool(
         NAME,
-        "Full-text search over what events say (summary, event type, entity, tags and the text of their structured fields), best matches first, then newest. Query syntax is web-search style: plain words (all must match; word forms are matched, so `timeouts` finds `timeout`), \"an exact phrase\", `or` between alternatives, `-word` to exclude. Searches the last 30 days unless since/until say otherwise (at most 366 days). Returns up to `limit` results (default 10, at most 50) with a short snippet in which matches are marked **like this**; pass `next_cursor` back as `cursor` with the same arguments for more. Use get_event for a result's full event.",
+        "Full-text search over what events say (summary, event type, entity, tags and the text of their structured fields), best matches first, then newest. Query syntax is web-search style: plain words (all must match; word forms are matched, so `timeouts` finds `timeout`), \"an exact phrase\", `or` between alternatives, `-word` to exclude. Searches the last 30 days unless since/until say otherwise (at most 366 days). Ranks the newest 500 matches in the window: when more events match, `older_matches_until` is the `until` that searches the older ones (null when every match was ranked). Returns up to `limit` results (default 10, at most 50) with a short snippet in which matches are marked **like this**; pass `next_cursor` back as `cursor` with the same arguments for more. Use get_event for a result's full event.",
         store,
         run,
     )
@@ -77,9 +80,10 @@ pub(crate) fn def(store: Arc<Store>) -> ToolDef {
             "results": { "type": "array", "items": hit_schema() },
             "count": { "type": "integer" },
             "truncated": { "type": "boolean" },
-            "next_cursor": { "anyOf": [{ "type": "string" }, { "type": "null" }] }
+            "next_cursor": { "anyOf": [{ "type": "string" }, { "type": "null" }] },
+            "older_matches_until": { "anyOf": [{ "type": "string" }, { "type": "null" }] }
         },
-        "required": ["query", "window", "results", "count", "truncated", "next_cursor"]
+        "required": ["query", "window", "results", "count", "truncated", "next_cursor", "older_matches_until"]
     }))
 }
 
@@ -117,6 +121,8 @@ pub(crate) struct Hits {
     pub(crate) hits: Vec<Hit>,
     /// Another page exists.
     pub(crate) more: bool,
+    /// More events matched than were ranked: the `until` that searches the older ones.
+    pub(crate) older_until: Option<Timestamp>,
     tenant: String,
     fingerprint: String,
 }
@@ -204,6 +210,7 @@ async fn run(store: Arc<Store>, args: Args, ctx: RequestContext) -> ToolResult {
     };
     let found = search(&store, NAME, &ctx, &query).await?;
     let window = json!({ "since": found.since.to_string(), "until": found.until.to_string() });
+    let older = found.older_until.map(|t| t.to_string());
     // What the page holds besides its hits, priced exactly: the query it repeats (up to 200
     // characters of up to 4 bytes), the window, the notice and a cursor as long as the real
     // one, all twice (structured and mirrored), and the envelope around them.
@@ -218,6 +225,7 @@ async fn run(store: Arc<Store>, args: Args, ctx: RequestContext) -> ToolResult {
         ("results", Value::Array(Vec::new())),
         ("truncated", true.into()),
         ("next_cursor", sample_cursor.into()),
+        ("older_matches_until", older.clone().into()),
         ("notice", STORED_TEXT_NOTICE.into()),
     ]);
     let room = ctx
@@ -253,6 +261,7 @@ async fn run(store: Arc<Store>, args: Args, ctx: RequestContext) -> ToolResult {
             ("results", results.into()),
             ("truncated", more.into()),
             ("next_cursor", next_cursor.into()),
+            ("older_matches_until", older.into()),
             ("notice", STORED_TEXT_NOTICE.into()),
         ]),
         stats,
@@ -314,6 +323,7 @@ pub(crate) async fn search(
     let limit = query.limit.clamp(1, MAX_SEARCH_LIMIT);
     // One row past the limit tells whether another page exists without counting.
     let probe = limit + 1;
+    let candidates = SEARCH_CANDIDATES;
     let min_severity = query.min_severity.rank();
     let after_rank = after.as_ref().map(|a| a.r as f32);
     let after_at = after.as_ref().map(|a| a.at);
@@ -323,7 +333,7 @@ pub(crate) async fn search(
         .read(tool_name, ctx, &tenant, move |tx| {
             let text = text.clone();
             Box::pin(async move {
-                let params: [Param<'_>; 8] = [
+                let params: [Param<'_>; 9] = [
                     (&*text, Type::TEXT),
                     (&since, Type::TIMESTAMPTZ),
                     (&until, Type::TIMESTAMPTZ),
@@ -332,6 +342,7 @@ pub(crate) async fn search(
                     (&after_at, Type::TIMESTAMPTZ),
                     (&after_id, Type::INT8),
                     (&probe, Type::INT8),
+                    (&candidates, Type::INT8),
                 ];
                 tx.query_and_commit(sql::SEARCH_EVENTS_SQL, &params).await
             })
@@ -346,7 +357,9 @@ pub(crate) async fn search(
         return Err(refused(&refusal));
     }
     let mut hits = Vec::with_capacity(read.len());
+    let mut older_until = None;
     for row in &read {
+        older_until = older_until.or(col::<Option<Timestamp>>(row, "older_before")?);
         // No match: the one row has no hit.
         if col::<Option<i64>>(row, "id")?.is_some() {
             hits.push(Hit::from_row(row)?);
@@ -359,6 +372,7 @@ pub(crate) async fn search(
         until,
         hits,
         more,
+        older_until,
         tenant,
         fingerprint,
     })

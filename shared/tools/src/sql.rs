@@ -43,7 +43,7 @@ pub(crate) const GET_ENTITY_STATE: &str = "SELECT entity_id, entity_type, state,
 pub(crate) const MAX_EVENT_TYPES: i64 = 200;
 
 /// `describe_data`: the catalog of event types, up to `$1` of them.
-pub(crate) const EVENT_TYPES: &str =
+pub const EVENT_TYPES: &str =
     "SELECT name, description, field_schema FROM event_types ORDER BY name LIMIT $1";
 /// Whether the rollups (migration `0007_event_rollups`) hold every event: false while the
 /// migration is still counting the rows older than its triggers. Until then each statement
@@ -69,20 +69,20 @@ macro_rules! totals {
 }
 
 /// `describe_data`: the most common entity types.
-pub(crate) const ENTITY_TYPES: &str = concat!(
+pub const ENTITY_TYPES: &str = concat!(
     totals!(),
     "SELECT entity_type, sum(events)::bigint AS events FROM totals \
      GROUP BY entity_type HAVING sum(events) > 0 ORDER BY events DESC, entity_type LIMIT 100"
 );
 /// `describe_data`: events per severity.
-pub(crate) const SEVERITY_COUNTS: &str = concat!(
+pub const SEVERITY_COUNTS: &str = concat!(
     totals!(),
     "SELECT severity, sum(events)::bigint AS events FROM totals \
      GROUP BY severity HAVING sum(events) > 0 ORDER BY severity"
 );
 /// `describe_data`: the time range covered (each end one probe of `events_tenant_time`) and
 /// the event count.
-pub(crate) const EVENT_RANGE: &str = concat!(
+pub const EVENT_RANGE: &str = concat!(
     totals!(),
     "SELECT (SELECT min(occurred_at) FROM events) AS first, (SELECT max(occurred_at) FROM events) AS last, \
             (SELECT coalesce(sum(events), 0)::bigint FROM totals) AS events"
@@ -140,13 +140,13 @@ macro_rules! summary_scope {
 }
 
 /// `summarize_window`: events per severity in the window (`window_parts`, `$4` null).
-pub(crate) const WINDOW_SEVERITY_COUNTS: &str = concat!(
+pub const WINDOW_SEVERITY_COUNTS: &str = concat!(
     window_parts!(),
     "SELECT severity, sum(events)::bigint AS events FROM parts GROUP BY severity HAVING sum(events) > 0"
 );
 
 /// `summarize_window`: the newest precomputed summaries in the window, up to `$4`.
-pub(crate) const WINDOW_SUMMARIES: &str = concat!(
+pub const WINDOW_SUMMARIES: &str = concat!(
     "SELECT id, entity_id, event_type, severity, occurred_at, ai_summary FROM events WHERE ",
     summary_scope!(),
     " AND ai_summary IS NOT NULL ORDER BY occurred_at DESC, id DESC LIMIT $4"
@@ -170,16 +170,17 @@ macro_rules! count_by {
     };
 }
 
-pub(crate) const COUNT_ALL: &str = count_by!("''");
-pub(crate) const COUNT_BY_EVENT_TYPE: &str = count_by!("event_type");
-pub(crate) const COUNT_BY_SEVERITY: &str = count_by!("severity::text");
+pub const COUNT_ALL: &str = count_by!("''");
+pub const COUNT_BY_EVENT_TYPE: &str = count_by!("event_type");
+pub const COUNT_BY_SEVERITY: &str = count_by!("severity::text");
 
 /// `search_events`: the best matches of `$1` (web-search syntax: words, "phrases", `or`,
 /// `-word`) in `$2` <= occurred_at < `$3` at severity >= `$4`, by relevance then recency,
 /// after the position (`$5` rank, `$6`, `$7`) of the previous page, up to `$8` rows (at
-/// most 51: a page and the probe row). `search_event_ranks` (migration 0003) finds and
-/// ranks them through the search index; the rows come back through this role's row-level
-/// security. Snippets (`ts_headline`, the costly part) are made for the returned rows only,
+/// most 51: a page and the probe row), among the newest `$9` matches of the window.
+/// `search_event_newest` (migration 0008) finds and ranks them (its `older_before` says, when
+/// more events match, the `until` that searches the older ones); the rows come back through
+/// this role's row-level security. Snippets (`ts_headline`, the costly part) are made for the returned rows only,
 /// cut at 400 characters whatever the stored text, from every field the search document
 /// holds (in its order: summary, type, entity, tags, structured text), so a hit that matched
 /// only through its type, entity or tags has its match marked too.
@@ -190,22 +191,22 @@ pub(crate) const COUNT_BY_SEVERITY: &str = count_by!("severity::text");
 /// or punctuation), `only_exclusions` when what is left is a tree of `T` (only `-word`s:
 /// nothing the index can look up, so every event in the window would be ranked). The
 /// search is gated on the refusal by an uncorrelated subquery, which PostgreSQL runs once
-/// before the search as a one-time filter: when it refuses, `search_event_ranks` is never
+/// before the search as a one-time filter: when it refuses, `search_event_newest` is never
 /// called (`tests/search.rs` reads this from `EXPLAIN ANALYZE`). A refused query, and a
 /// query without matches, answer one row whose hit columns are all null.
 pub const SEARCH_EVENTS_SQL: &str = "WITH shape AS (\
          SELECT CASE WHEN numnode(q) = 0 THEN 'no_words' \
                      WHEN querytree(q) = 'T' THEN 'only_exclusions' END AS refusal \
          FROM websearch_to_tsquery('english', $1) AS q) \
-     SELECT shape.refusal, h.id, h.entity_id, h.entity_type, h.event_type, h.severity, h.occurred_at, h.rank, h.snippet \
+     SELECT shape.refusal, h.id, h.entity_id, h.entity_type, h.event_type, h.severity, h.occurred_at, h.rank, h.snippet, h.older_before \
      FROM shape LEFT JOIN (\
-         SELECT e.id, e.entity_id, e.entity_type, e.event_type, e.severity, e.occurred_at, r.rank, \
+         SELECT e.id, e.entity_id, e.entity_type, e.event_type, e.severity, e.occurred_at, r.rank, r.older_before, \
             left(ts_headline('english', \
                 concat_ws(' · ', e.ai_summary, translate(e.event_type, '._', '  '), e.entity_type, \
                           e.entity_id, array_to_string(e.tags, ' '), event_structured_text(e.structured)), \
                 websearch_to_tsquery('english', $1), \
                 'MaxFragments=2, MaxWords=18, MinWords=6, StartSel=**, StopSel=**, FragmentDelimiter=\" … \"'), 400) AS snippet \
-         FROM search_event_ranks($1, $2, $3, $4, $5, $6, $7, $8) AS r JOIN events e ON e.id = r.id \
+         FROM search_event_newest($1, $2, $3, $4, $5, $6, $7, $8, $9) AS r JOIN events e ON e.id = r.id \
          WHERE (SELECT refusal FROM shape) IS NULL) AS h ON true \
      ORDER BY h.rank DESC NULLS LAST, h.occurred_at DESC, h.id DESC";
 

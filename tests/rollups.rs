@@ -14,32 +14,14 @@ use tokio_postgres::Client;
 
 use crate::support::auth::{app_serving, auth_config, keys, static_keys};
 use crate::support::db::{TestDb, admin, call, ok, token};
+// The sample generator's (xorshift64*): the seed is printed with every failure.
+use migrate::Rng;
 
 const TENANTS: [&str; 2] = ["acme", "globex"];
 const TYPES: [&str; 3] = ["alert.fired", "deploy.finished", "incident.opened"];
 const ENTITIES: [&str; 4] = ["svc-a", "svc-b", "host-1", "host-2"];
 const BUCKETS: [(&str, i64); 3] = [("minute", 60), ("hour", 3_600), ("day", 86_400)];
 const GROUPS: [&str; 3] = ["none", "event_type", "severity"];
-
-/// A small deterministic generator (xorshift*): the seed is printed with every failure.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len() as u64) as usize]
-    }
-}
 
 fn origin() -> Timestamp {
     "2026-11-01T00:00:00Z".parse().unwrap()
@@ -463,7 +445,7 @@ async fn the_backfill_counts_older_rows_while_writers_go_on() {
         insert(&db.admin, &mut rng, 1_500).await;
     }
     let writer = admin(&db.name).await;
-    let writer_seed = rng.next();
+    let writer_seed = rng.next_u64();
     let writing = tokio::spawn(async move {
         let mut rng = Rng(writer_seed | 1);
         for round in 0..40i64 {

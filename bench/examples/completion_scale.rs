@@ -12,21 +12,11 @@
 //! `mcp_completion_scale` is made anew.)
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-use tokio_postgres::{Client, NoTls};
+use bench::fresh_database;
+use tokio_postgres::Client;
 
 const DB: &str = "mcp_completion_scale";
 const ROUNDS: usize = 200;
-
-async fn connect(db: &str) -> Client {
-    let (client, connection) = tokio_postgres::connect(
-        &format!("host=127.0.0.1 port=5432 user=postgres dbname={db}"),
-        NoTls,
-    )
-    .await
-    .expect("the local PostgreSQL on 127.0.0.1:5432");
-    tokio::spawn(connection);
-    client
-}
 
 /// Server-side time of `sql` (with its parameters written in): planning and execution, in
 /// microseconds.
@@ -58,19 +48,7 @@ async fn main() {
         .map(|a| a.parse().expect("entity counts"))
         .collect();
     assert!(!steps.is_empty(), "usage: completion_scale ENTITIES...");
-    let admin = connect("postgres").await;
-    // Two statements: a multi-statement string is one implicit transaction, and neither
-    // may run in one.
-    admin
-        .batch_execute(&format!("DROP DATABASE IF EXISTS {DB} WITH (FORCE)"))
-        .await
-        .unwrap();
-    admin
-        .batch_execute(&format!("CREATE DATABASE {DB}"))
-        .await
-        .unwrap();
-    let mut db = connect(DB).await;
-    mcp_db::migrate(&mut db).await.unwrap();
+    let db = fresh_database(DB).await;
     db.batch_execute(
         "INSERT INTO event_types (name, description) \
          SELECT t, 'type ' || t FROM unnest(ARRAY['alert.fired', 'alert.resolved', 'config.changed', \
@@ -126,7 +104,8 @@ async fn main() {
         );
     }
     drop(db);
-    admin
+    bench::local_pg("postgres", "postgres")
+        .await
         .batch_execute(&format!("DROP DATABASE {DB} WITH (FORCE)"))
         .await
         .unwrap();

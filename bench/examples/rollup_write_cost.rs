@@ -14,7 +14,8 @@
 
 use std::time::Instant;
 
-use tokio_postgres::{Client, NoTls};
+use bench::{fresh_database, local_pg};
+use tokio_postgres::Client;
 
 const DB: &str = "mcp_rollup_write_cost";
 const TRIGGERS: [&str; 3] = [
@@ -22,17 +23,6 @@ const TRIGGERS: [&str; 3] = [
     "events_rollups_delete",
     "events_rollups_update",
 ];
-
-async fn connect(db: &str) -> Client {
-    let (client, connection) = tokio_postgres::connect(
-        &format!("host=127.0.0.1 port=5432 user=postgres dbname={db}"),
-        NoTls,
-    )
-    .await
-    .expect("the local PostgreSQL on 127.0.0.1:5432");
-    tokio::spawn(connection);
-    client
-}
 
 /// Inserts `statements` statements of `per_statement` sample-shaped events each (a
 /// summary, tags, structured fields and a payload, spread over the last day), as a writer
@@ -96,17 +86,7 @@ async fn main() {
     let rounds: usize = std::env::args()
         .nth(1)
         .map_or(5, |a| a.parse().expect("a round count"));
-    let admin = connect("postgres").await;
-    admin
-        .batch_execute(&format!("DROP DATABASE IF EXISTS {DB} WITH (FORCE)"))
-        .await
-        .unwrap();
-    admin
-        .batch_execute(&format!("CREATE DATABASE {DB}"))
-        .await
-        .unwrap();
-    let mut db = connect(DB).await;
-    mcp_db::migrate(&mut db).await.unwrap();
+    let db = fresh_database(DB).await;
     db.batch_execute(
         "INSERT INTO event_types (name, description) \
          SELECT t, 'type ' || t FROM unnest(ARRAY['alert.fired', 'deploy.finished', 'error.logged']) t",
@@ -115,7 +95,7 @@ async fn main() {
     .unwrap();
     let mut writers = Vec::new();
     for _ in 0..4 {
-        writers.push(connect(DB).await);
+        writers.push(local_pg("postgres", DB).await);
     }
     // (label, writers, statements per writer per round, events per statement)
     let workloads: [(&str, usize, i64, i64); 5] = [
@@ -166,7 +146,8 @@ async fn main() {
     // the time: they do not (the disabled rounds were not counted), which is why this
     // database is thrown away; say so rather than leave it looking usable.
     drop(writers);
-    admin
+    local_pg("postgres", "postgres")
+        .await
         .batch_execute(&format!("DROP DATABASE IF EXISTS {DB} WITH (FORCE)"))
         .await
         .unwrap();

@@ -12,28 +12,20 @@
 //! cargo run --profile harness -p bench --example tool_scale -- 100000 1000000
 //! ```
 //! (the local PostgreSQL on 127.0.0.1:5432 with trust auth; the database `mcp_tool_scale`
-//! is made anew. ROUNDS (default 20) calls per tool at c1, a quarter as many per connection at c16.)
+//! is made anew. ROUNDS (default 20) calls per tool at c1, a quarter as many per connection
+//! at c16; TENANTS (default 2) tenants of N events per step; BEFORE_ROUNDS and
+//! BEFORE_C16_UNTIL bound the slow "before" reads on large stores.)
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
 use std::time::Instant;
 
+use bench::{fresh_database, local_pg};
 use jiff::{SignedDuration, Timestamp};
 use mcp_tools as t;
+use tokio_postgres::Client;
 use tokio_postgres::types::{ToSql, Type};
-use tokio_postgres::{Client, NoTls};
 
 const DB: &str = "mcp_tool_scale";
-
-async fn connect(user: &str, db: &str) -> Client {
-    let (client, connection) = tokio_postgres::connect(
-        &format!("host=127.0.0.1 port=5432 user={user} dbname={db}"),
-        NoTls,
-    )
-    .await
-    .expect("the local PostgreSQL on 127.0.0.1:5432");
-    tokio::spawn(connection);
-    client
-}
 
 type Params = Vec<(Box<dyn ToSql + Sync + Send>, Type)>;
 
@@ -136,7 +128,7 @@ fn calls(until: Timestamp, bounded: bool) -> Vec<Call> {
         c(
             "count_events, one entity, 30 days by day",
             vec![(
-                t::COUNT_ALL,
+                t::ENTITY_COUNT_ALL,
                 count(since, until, 86_400, Some("svc-checkout-1")),
             )],
         ),
@@ -232,8 +224,14 @@ fn quantile(v: &mut [u64], p: f64) -> f64 {
     v[((v.len() - 1) as f64 * p).round() as usize] as f64 / 1000.0
 }
 
-/// (p50, p99) in ms at concurrency 1 and at 16.
-async fn measure(pool: &[Client], tenant: &str, call: &Call, rounds: usize) -> [(f64, f64); 2] {
+/// (p50, p99) in ms at concurrency 1 and at 16 (NaN when `c16` is false).
+async fn measure(
+    pool: &[Client],
+    tenant: &str,
+    call: &Call,
+    rounds: usize,
+    c16: bool,
+) -> [(f64, f64); 2] {
     once(&pool[0], tenant, call).await;
     let mut c1 = Vec::new();
     for _ in 0..rounds {
@@ -248,11 +246,12 @@ async fn measure(pool: &[Client], tenant: &str, call: &Call, rounds: usize) -> [
         }
         v
     });
+    let c1 = (quantile(&mut c1, 0.5), quantile(&mut c1, 0.99));
+    if !c16 {
+        return [c1, (f64::NAN, f64::NAN)];
+    }
     let mut c16: Vec<u64> = futures_util::future::join_all(runs).await.concat();
-    [
-        (quantile(&mut c1, 0.5), quantile(&mut c1, 0.99)),
-        (quantile(&mut c16, 0.5), quantile(&mut c16, 0.99)),
-    ]
+    [c1, (quantile(&mut c16, 0.5), quantile(&mut c16, 0.99))]
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -262,28 +261,28 @@ async fn main() {
         .map(|a| a.parse().expect("event counts per tenant"))
         .collect();
     assert!(!steps.is_empty(), "usage: tool_scale EVENTS_PER_TENANT...");
-    let rounds: usize = std::env::var("ROUNDS").map_or(20, |r| r.parse().unwrap());
-    let admin = connect("postgres", "postgres").await;
-    admin
-        .batch_execute(&format!("DROP DATABASE IF EXISTS {DB} WITH (FORCE)"))
-        .await
-        .unwrap();
-    admin
-        .batch_execute(&format!("CREATE DATABASE {DB}"))
-        .await
-        .unwrap();
-    let mut db = connect("postgres", DB).await;
-    mcp_db::migrate(&mut db).await.unwrap();
+    let setting = |name: &str, default: usize| {
+        std::env::var(name).map_or(default, |v| v.parse().expect("a count"))
+    };
+    let rounds = setting("ROUNDS", 20);
+    // The reads as they were take seconds on a large store: fewer rounds, c1 only from
+    // BEFORE_C16_UNTIL events per tenant on.
+    let before_rounds = setting("BEFORE_ROUNDS", rounds);
+    let before_c16_until = setting("BEFORE_C16_UNTIL", usize::MAX);
+    let tenants_per_step = setting("TENANTS", 2).max(1);
+    let mut db = fresh_database(DB).await;
     let until: Timestamp = "2026-12-01T00:00:00Z".parse().unwrap();
     // The window ends off the hour and the minute, as a caller's "now" does.
     let read_until: Timestamp = "2026-11-30T21:17:23.5Z".parse().unwrap();
     let mut pool = Vec::new();
     for _ in 0..16 {
-        pool.push(connect("mcp_endpoint", DB).await);
+        pool.push(local_pg("mcp_endpoint", DB).await);
     }
     let mut report = Vec::new();
     for n in &steps {
-        let tenants = [format!("scale-{n}-a"), format!("scale-{n}-b")];
+        let tenants: Vec<String> = (0..tenants_per_step)
+            .map(|i| format!("scale-{n}-{i}"))
+            .collect();
         let names: Vec<&str> = tenants.iter().map(String::as_str).collect();
         let started = Instant::now();
         let loaded = migrate::seed(&mut db, &names, *n, until).await.unwrap();
@@ -293,6 +292,14 @@ async fn main() {
         );
         db.batch_execute("VACUUM ANALYZE").await.unwrap();
         for (mode, bounded) in [("now", true), ("before", false)] {
+            let (rounds, c16) = if bounded {
+                (rounds, true)
+            } else {
+                (before_rounds, *n < before_c16_until)
+            };
+            if rounds == 0 {
+                continue;
+            }
             // "before": the rollups marked unfinished, so every count reads events.
             let mark = if bounded {
                 "UPDATE event_rollup_backfill SET done_to = target_to"
@@ -301,7 +308,7 @@ async fn main() {
             };
             db.batch_execute(mark).await.unwrap();
             for call in calls(read_until, bounded) {
-                let [c1, c16] = measure(&pool, &tenants[0], &call, rounds).await;
+                let [c1, c16] = measure(&pool, &tenants[0], &call, rounds, c16).await;
                 eprintln!("[tool_scale] {n} {mode} {}: {c1:?} {c16:?}", call.tool);
                 report.push((*n, mode, call.tool, c1, c16));
             }

@@ -95,18 +95,27 @@ pub const EVENT_TYPES: &[(&str, &str, &str)] = &[
 ];
 
 /// A small deterministic generator (xorshift64*): sample data must be the same every run.
-struct Rng(u64);
+/// Public for the tests that generate stores of their own from a printed seed.
+#[derive(Debug, Clone)]
+pub struct Rng(pub u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    /// The next value.
+    pub fn next_u64(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
         self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
     }
 
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
+    /// A value in `0..n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n
+    }
+
+    /// One of `items`.
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len() as u64) as usize]
     }
 }
 

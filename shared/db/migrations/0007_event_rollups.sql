@@ -211,6 +211,44 @@ INSERT INTO event_rollup_backfill (done_to, target_to)
     SELECT 0, coalesce(max(id), 0) FROM events
     ON CONFLICT (only_row) DO NOTHING;
 
+-- What the readers count from `events` while the backfill runs: the same rows the rollups
+-- would give, for the caller's tenant under its own row-level security (SECURITY INVOKER).
+-- PL/pgSQL, so that the statements that fall back on them are planned only when they run:
+-- a scan of the whole window inlined into every count statement would make PostgreSQL plan
+-- parallel workers and JIT compilation for a branch that, once the rollups are ready, never
+-- executes (tens of milliseconds per call on a store of millions of events).
+CREATE OR REPLACE FUNCTION event_window_from_events(
+    since timestamptz, until timestamptz, entity text, types text[]
+) RETURNS TABLE (at timestamptz, event_type text, severity smallint, events bigint)
+    LANGUAGE plpgsql STABLE ROWS 1000
+    SET search_path = pg_catalog, public
+    AS $$
+BEGIN
+    RETURN QUERY
+        SELECT e.occurred_at, e.event_type, e.severity, 1::bigint FROM events e
+        WHERE e.occurred_at >= since AND e.occurred_at < until
+          AND (entity IS NULL OR e.entity_id = entity)
+          AND (types IS NULL OR e.event_type = ANY (types));
+END
+$$;
+
+CREATE OR REPLACE FUNCTION event_totals_from_events()
+    RETURNS TABLE (entity_type text, severity smallint, events bigint)
+    LANGUAGE plpgsql STABLE ROWS 100
+    SET search_path = pg_catalog, public
+    AS $$
+BEGIN
+    RETURN QUERY
+        SELECT e.entity_type, e.severity, count(*) FROM events e GROUP BY 1, 2;
+END
+$$;
+GRANT EXECUTE ON FUNCTION event_window_from_events(timestamptz, timestamptz, text, text[]) TO mcp_reader;
+GRANT EXECUTE ON FUNCTION event_totals_from_events() TO mcp_reader;
+
+-- The endpoint's reads are short and bounded: JIT compilation (on by default, triggered by
+-- a plan's estimated cost) would add tens of milliseconds to a statement that takes a few.
+ALTER ROLE mcp_endpoint SET jit = off;
+
 -- Readers see their tenant's counts only, as with the events themselves.
 GRANT SELECT ON event_counts_minute, event_counts_hour, entity_counts_hour, event_totals TO mcp_reader;
 -- Readers check that the backfill has finished before they trust the counts (until then

@@ -66,11 +66,15 @@ impl GroupBy {
         }
     }
 
-    fn statement(self) -> &'static str {
-        match self {
-            Self::None => sql::COUNT_ALL,
-            Self::EventType => sql::COUNT_BY_EVENT_TYPE,
-            Self::Severity => sql::COUNT_BY_SEVERITY,
+    /// The statement for this grouping, over every entity or one.
+    fn statement(self, one_entity: bool) -> &'static str {
+        match (self, one_entity) {
+            (Self::None, false) => sql::COUNT_ALL,
+            (Self::EventType, false) => sql::COUNT_BY_EVENT_TYPE,
+            (Self::Severity, false) => sql::COUNT_BY_SEVERITY,
+            (Self::None, true) => sql::ENTITY_COUNT_ALL,
+            (Self::EventType, true) => sql::ENTITY_COUNT_BY_EVENT_TYPE,
+            (Self::Severity, true) => sql::ENTITY_COUNT_BY_SEVERITY,
         }
     }
 }
@@ -148,7 +152,7 @@ async fn run(store: Arc<Store>, args: Args, ctx: RequestContext) -> ToolResult {
                 let (entity, types) = &*filters;
                 let cap = MAX_BUCKETS * 10;
                 tx.query_and_commit(
-                    group_by.statement(),
+                    group_by.statement(entity.is_some()),
                     &[
                         (&since, Type::TIMESTAMPTZ),
                         (&until, Type::TIMESTAMPTZ),

@@ -22,12 +22,7 @@ impl Split {
     /// when a bucket holds whole hours) and, for one entity, without the minute rollup (there
     /// is none per entity: the ends up to the first and after the last whole hour come from
     /// that entity's events).
-    pub fn new(
-        since: Timestamp,
-        until: Timestamp,
-        bucket_seconds: i64,
-        entity: bool,
-    ) -> Self {
+    pub fn new(since: Timestamp, until: Timestamp, bucket_seconds: i64, entity: bool) -> Self {
         let (s, u) = (since.as_microsecond(), until.as_microsecond());
         let hours = bucket_seconds % 3_600 == 0;
         let (m1, m2) = if entity {

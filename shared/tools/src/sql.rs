@@ -47,8 +47,10 @@ pub const EVENT_TYPES: &str =
     "SELECT name, description, field_schema FROM event_types ORDER BY name LIMIT $1";
 /// Whether the rollups (migration `0007_event_rollups`) hold every event: false while the
 /// migration is still counting the rows older than its triggers. Until then each statement
-/// below counts from `events`, as it did before there were rollups (a one-time filter:
-/// PostgreSQL evaluates it once and skips the branch it rules out).
+/// below counts from `events` through `event_window_from_events` or
+/// `event_totals_from_events`, as it did before there were rollups. A one-time filter:
+/// PostgreSQL evaluates it once and runs only the branch it selects; the fallbacks are
+/// PL/pgSQL functions, planned only when they run.
 macro_rules! rollups_ready {
     () => {
         "WITH ready AS MATERIALIZED (SELECT coalesce((SELECT done_to >= target_to FROM event_rollup_backfill), false) AS ok) "
@@ -63,7 +65,8 @@ macro_rules! totals {
             rollups_ready!(),
             ", totals AS (\
                  SELECT entity_type, severity, events FROM event_totals WHERE (SELECT ok FROM ready) \
-                 UNION ALL SELECT entity_type, severity, 1 FROM events WHERE NOT (SELECT ok FROM ready)) "
+                 UNION ALL SELECT entity_type, severity, events FROM event_totals_from_events() \
+                 WHERE NOT (SELECT ok FROM ready)) "
         )
     };
 }
@@ -89,50 +92,64 @@ pub const EVENT_RANGE: &str = concat!(
 );
 
 /// The events of a window, as rows of (`at`, `event_type`, `severity`, `events`) to be summed:
-/// `$1` <= occurred_at < `$2`, optionally only entity `$3`, optionally only the event types
-/// `$4`. `$5` <= `$6` <= `$7` <= `$8` split the window (`rollup::Split`): whole hours
-/// [`$6`, `$7`) come from the hourly rollups (per entity when `$3` is given), whole minutes
-/// [`$5`, `$6`) and [`$7`, `$8`) from the minute rollup, and only the parts of a minute at
-/// either end, [`$1`, `$5`) and [`$8`, `$2`), from `events`. For one entity there is no
-/// minute rollup: `$5` = `$6` and `$7` = `$8`, and up to an hour at each end comes from
-/// `events` (that entity's rows only, through `events_tenant_entity_time`). While the
-/// rollups are being backfilled the whole window comes from `events`.
+/// `$1` <= occurred_at < `$2`, optionally only the event types `$4` (`$3`, the entity, is
+/// null: [`entity_parts`] counts one entity's). `$5` <= `$6` <= `$7` <= `$8` split the window
+/// (`rollup::Split`): whole hours [`$6`, `$7`) come from `event_counts_hour`, whole minutes
+/// [`$5`, `$6`) and [`$7`, `$8`) from `event_counts_minute`, and only the parts of a minute at
+/// either end, [`$1`, `$5`) and [`$8`, `$2`), from `events`. While the rollups are being
+/// backfilled the whole window comes from `events`.
 macro_rules! window_parts {
     () => {
         concat!(
             rollups_ready!(),
             ", parts AS (\
                  SELECT hour AS at, event_type, severity, events FROM event_counts_hour \
-                 WHERE $3::text IS NULL AND hour >= $6 AND hour < $7 AND (SELECT ok FROM ready) \
-                   AND ($4::text[] IS NULL OR event_type = ANY($4)) \
-               UNION ALL SELECT hour, event_type, severity, events FROM entity_counts_hour \
-                 WHERE entity_id = $3 AND hour >= $6 AND hour < $7 AND (SELECT ok FROM ready) \
+                 WHERE hour >= $6 AND hour < $7 AND (SELECT ok FROM ready) \
                    AND ($4::text[] IS NULL OR event_type = ANY($4)) \
                UNION ALL SELECT minute, event_type, severity, events FROM event_counts_minute \
-                 WHERE $3::text IS NULL AND minute >= $5 AND minute < $6 AND (SELECT ok FROM ready) \
+                 WHERE minute >= $5 AND minute < $6 AND (SELECT ok FROM ready) \
                    AND ($4::text[] IS NULL OR event_type = ANY($4)) \
                UNION ALL SELECT minute, event_type, severity, events FROM event_counts_minute \
-                 WHERE $3::text IS NULL AND minute >= $7 AND minute < $8 AND (SELECT ok FROM ready) \
+                 WHERE minute >= $7 AND minute < $8 AND (SELECT ok FROM ready) \
                    AND ($4::text[] IS NULL OR event_type = ANY($4)) \
                UNION ALL SELECT occurred_at, event_type, severity, 1 FROM events \
-                 WHERE $3::text IS NULL AND occurred_at >= $1 \
-                   AND occurred_at < (SELECT CASE WHEN ok THEN $5 ELSE $2 END FROM ready) \
+                 WHERE occurred_at >= $1 AND occurred_at < $5 AND (SELECT ok FROM ready) \
                    AND ($4::text[] IS NULL OR event_type = ANY($4)) \
                UNION ALL SELECT occurred_at, event_type, severity, 1 FROM events \
-                 WHERE $3::text IS NULL AND occurred_at >= (SELECT CASE WHEN ok THEN $8 ELSE $2 END FROM ready) \
-                   AND occurred_at < $2 AND ($4::text[] IS NULL OR event_type = ANY($4)) \
-               UNION ALL SELECT occurred_at, event_type, severity, 1 FROM events \
-                 WHERE entity_id = $3 AND occurred_at >= $1 \
-                   AND occurred_at < (SELECT CASE WHEN ok THEN $5 ELSE $2 END FROM ready) \
+                 WHERE occurred_at >= $8 AND occurred_at < $2 AND (SELECT ok FROM ready) \
                    AND ($4::text[] IS NULL OR event_type = ANY($4)) \
-               UNION ALL SELECT occurred_at, event_type, severity, 1 FROM events \
-                 WHERE entity_id = $3 AND occurred_at >= (SELECT CASE WHEN ok THEN $8 ELSE $2 END FROM ready) \
-                   AND occurred_at < $2 AND ($4::text[] IS NULL OR event_type = ANY($4))) "
+               UNION ALL SELECT * FROM event_window_from_events($1, $2, $3, $4) \
+                 WHERE NOT (SELECT ok FROM ready)) "
         )
     };
 }
 
-/// The window `summarize_window` reads: `$1` <= occurred_at < `$2`, optionally one entity.
+/// [`window_parts`] for one entity, `$3`: whole hours [`$6`, `$7`) from
+/// `entity_counts_hour`, the rest of the window (up to an hour at each end) from that
+/// entity's events (`events_tenant_entity_time`). There is no minute rollup per entity, so
+/// `$5` = `$6` and `$7` = `$8`.
+macro_rules! entity_parts {
+    () => {
+        concat!(
+            rollups_ready!(),
+            ", parts AS (\
+                 SELECT hour AS at, event_type, severity, events FROM entity_counts_hour \
+                 WHERE entity_id = $3 AND hour >= $6 AND hour < $7 AND (SELECT ok FROM ready) \
+                   AND ($4::text[] IS NULL OR event_type = ANY($4)) \
+               UNION ALL SELECT occurred_at, event_type, severity, 1 FROM events \
+                 WHERE entity_id = $3 AND occurred_at >= $1 AND occurred_at < $5 AND (SELECT ok FROM ready) \
+                   AND ($4::text[] IS NULL OR event_type = ANY($4)) \
+               UNION ALL SELECT occurred_at, event_type, severity, 1 FROM events \
+                 WHERE entity_id = $3 AND occurred_at >= $8 AND occurred_at < $2 AND (SELECT ok FROM ready) \
+                   AND ($4::text[] IS NULL OR event_type = ANY($4)) \
+               UNION ALL SELECT * FROM event_window_from_events($1, $2, $3, $4) \
+                 WHERE NOT (SELECT ok FROM ready)) "
+        )
+    };
+}
+
+/// The window `summarize_window` reads its summaries from: `$1` <= occurred_at < `$2`,
+/// optionally one entity.
 macro_rules! summary_scope {
     () => {
         "occurred_at >= $1 AND occurred_at < $2 AND ($3::text IS NULL OR entity_id = $3)"
@@ -144,6 +161,11 @@ pub const WINDOW_SEVERITY_COUNTS: &str = concat!(
     window_parts!(),
     "SELECT severity, sum(events)::bigint AS events FROM parts GROUP BY severity HAVING sum(events) > 0"
 );
+/// [`WINDOW_SEVERITY_COUNTS`] for one entity (`entity_parts`).
+pub const ENTITY_SEVERITY_COUNTS: &str = concat!(
+    entity_parts!(),
+    "SELECT severity, sum(events)::bigint AS events FROM parts GROUP BY severity HAVING sum(events) > 0"
+);
 
 /// `summarize_window`: the newest precomputed summaries in the window, up to `$4`.
 pub const WINDOW_SUMMARIES: &str = concat!(
@@ -153,15 +175,16 @@ pub const WINDOW_SUMMARIES: &str = concat!(
 );
 
 /// `count_events`, one statement per grouping: the grouping column is chosen from this
-/// fixed set, never from the caller's text. The window's events are `window_parts`; `$9` is
+/// fixed set, never from the caller's text. The window's events are `window_parts` (or
+/// `entity_parts` for one entity); `$9` is
 /// the bucket width in seconds and `$10` the most rows read. Buckets are binned from the
 /// Unix epoch, so they start on UTC minute, hour and day boundaries whatever the window (two
 /// calls over overlapping windows agree on shared buckets), and every rollup row (a whole
 /// minute or hour) falls inside one bucket.
 macro_rules! count_by {
-    ($key:literal) => {
+    ($parts:ident, $key:literal) => {
         concat!(
-            window_parts!(),
+            $parts!(),
             "SELECT date_bin($9::text::interval, at, TIMESTAMPTZ '1970-01-01 00:00:00+00') AS start, ",
             $key,
             " AS key, sum(events)::bigint AS events FROM parts \
@@ -170,9 +193,13 @@ macro_rules! count_by {
     };
 }
 
-pub const COUNT_ALL: &str = count_by!("''");
-pub const COUNT_BY_EVENT_TYPE: &str = count_by!("event_type");
-pub const COUNT_BY_SEVERITY: &str = count_by!("severity::text");
+pub const COUNT_ALL: &str = count_by!(window_parts, "''");
+pub const COUNT_BY_EVENT_TYPE: &str = count_by!(window_parts, "event_type");
+pub const COUNT_BY_SEVERITY: &str = count_by!(window_parts, "severity::text");
+/// The three for one entity.
+pub const ENTITY_COUNT_ALL: &str = count_by!(entity_parts, "''");
+pub const ENTITY_COUNT_BY_EVENT_TYPE: &str = count_by!(entity_parts, "event_type");
+pub const ENTITY_COUNT_BY_SEVERITY: &str = count_by!(entity_parts, "severity::text");
 
 /// `search_events`: the best matches of `$1` (web-search syntax: words, "phrases", `or`,
 /// `-word`) in `$2` <= occurred_at < `$3` at severity >= `$4`, by relevance then recency,

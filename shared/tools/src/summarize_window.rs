@@ -98,7 +98,14 @@ async fn run(store: Arc<Store>, args: Args, ctx: RequestContext) -> ToolResult {
                 // Independent reads: one flight with the COMMIT, one round trip.
                 let [tally, summaries] = tx
                     .queries_and_commit([
-                        (sql::WINDOW_SEVERITY_COUNTS, &tally_params),
+                        (
+                            if entity.is_some() {
+                                sql::ENTITY_SEVERITY_COUNTS
+                            } else {
+                                sql::WINDOW_SEVERITY_COUNTS
+                            },
+                            &tally_params,
+                        ),
                         (sql::WINDOW_SUMMARIES, &params),
                     ])
                     .await?;

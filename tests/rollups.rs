@@ -485,3 +485,123 @@ async fn the_backfill_counts_older_rows_while_writers_go_on() {
     let app = app(&db);
     compare(&app, &db.admin, &mut rng, 40, seed).await;
 }
+
+/// The counting statements' plans on a store of 40,000 events, as the endpoint's role: no
+/// scan of `events` beyond a window's sub-minute ends (one entity: its sub-hour ends), no
+/// parallel workers or JIT for branches that never run, the rollups' own indexes used.
+#[tokio::test]
+async fn counting_reads_rollups_not_events() {
+    let db = TestDb::create().await;
+    let mut seeding = admin(&db.name).await;
+    let until: Timestamp = "2026-12-01T00:00:00Z".parse().unwrap();
+    migrate::seed(&mut seeding, &["tenant-a", "tenant-b"], 20_000, until)
+        .await
+        .unwrap();
+    db.admin.batch_execute("VACUUM ANALYZE").await.unwrap();
+    let read_until: Timestamp = "2026-11-30T21:17:23.5Z".parse().unwrap();
+    let since = read_until
+        .checked_sub(SignedDuration::from_hours(30 * 24))
+        .unwrap();
+    let c = admin(&db.name).await;
+    c.batch_execute(
+        "BEGIN READ ONLY; SET LOCAL ROLE mcp_endpoint; \
+         SELECT set_config('app.tenant_id', 'tenant-a', true)",
+    )
+    .await
+    .unwrap();
+    let no_types: Option<Vec<String>> = None;
+    for (name, sql, entity, seconds) in [
+        ("count by day", mcp_tools::COUNT_ALL, None, 86_400),
+        (
+            "count by hour x type",
+            mcp_tools::COUNT_BY_EVENT_TYPE,
+            None,
+            3_600,
+        ),
+        (
+            "count by minute x severity (16 h)",
+            mcp_tools::COUNT_BY_SEVERITY,
+            None,
+            60,
+        ),
+        (
+            "one entity by day",
+            mcp_tools::ENTITY_COUNT_ALL,
+            Some("svc-checkout-1"),
+            86_400,
+        ),
+        ("severities", mcp_tools::WINDOW_SEVERITY_COUNTS, None, 3_600),
+        (
+            "one entity's severities",
+            mcp_tools::ENTITY_SEVERITY_COUNTS,
+            Some("svc-checkout-1"),
+            3_600,
+        ),
+    ] {
+        let since = if seconds == 60 {
+            read_until
+                .checked_sub(SignedDuration::from_hours(16))
+                .unwrap()
+        } else {
+            since
+        };
+        let split = mcp_tools::WindowSplit::new(since, read_until, seconds, entity.is_some());
+        let interval = format!("{seconds} seconds");
+        let cap = 10_000i64;
+        let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = vec![
+            &since,
+            &read_until,
+            &entity,
+            &no_types,
+            &split.m1,
+            &split.h1,
+            &split.h2,
+            &split.m2,
+        ];
+        if sql.contains("$10") {
+            params.extend([
+                &interval as &(dyn tokio_postgres::types::ToSql + Sync),
+                &cap,
+            ]);
+        }
+        let plan: Value = c
+            .query_one(&format!("EXPLAIN (ANALYZE, FORMAT JSON) {sql}"), &params)
+            .await
+            .unwrap()
+            .get(0);
+        let text = plan.to_string();
+        let read = events_rows(&plan);
+        // A sub-minute end holds a few events here; one entity's sub-hour ends a few dozen.
+        let most = if entity.is_some() { 200 } else { 50 };
+        assert!(read <= most, "{name}: {read} rows of events read: {text}");
+        assert!(
+            !text.contains("\"Gather"),
+            "{name}: parallel workers planned: {text}"
+        );
+        assert!(!text.contains("\"JIT\""), "{name}: JIT compiled: {text}");
+        assert!(
+            text.contains("_pkey"),
+            "{name}: no rollup index used: {text}"
+        );
+    }
+    c.batch_execute("ROLLBACK").await.unwrap();
+}
+
+/// Rows that scans of `events` produced or threw away in an `EXPLAIN (ANALYZE)` plan.
+fn events_rows(plan: &Value) -> u64 {
+    match plan {
+        Value::Object(node) => {
+            let own = if node.get("Relation Name").and_then(Value::as_str) == Some("events") {
+                ["Actual Rows", "Rows Removed by Filter"]
+                    .iter()
+                    .filter_map(|k| node.get(*k).and_then(Value::as_u64))
+                    .sum()
+            } else {
+                0
+            };
+            own + node.values().map(events_rows).sum::<u64>()
+        }
+        Value::Array(items) => items.iter().map(events_rows).sum(),
+        _ => 0,
+    }
+}

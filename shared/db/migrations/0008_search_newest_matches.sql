@@ -46,6 +46,8 @@ DECLARE
     window_rows float8;
     ids bigint[];
 BEGIN
+    -- Array bounds are 32-bit.
+    candidates := least(greatest(candidates, 1), 2000000000);
     SELECT count(*), count(*) FILTER (WHERE s.search @@ q), min(s.occurred_at),
            (array_agg(s.id ORDER BY s.occurred_at DESC, s.id DESC) FILTER (WHERE s.search @@ q))[1:candidates + 1]
       INTO sampled, matched, oldest, ids

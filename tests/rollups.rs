@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use tokio_postgres::Client;
 
 use crate::support::auth::{app_serving, auth_config, keys, static_keys};
-use crate::support::db::{TestDb, admin, call, ok, token};
+use crate::support::db::{TestDb, admin, call, events_rows_read, ok, token};
 // The sample generator's (xorshift64*): the seed is printed with every failure.
 use migrate::Rng;
 
@@ -570,7 +570,7 @@ async fn counting_reads_rollups_not_events() {
             .unwrap()
             .get(0);
         let text = plan.to_string();
-        let read = events_rows(&plan);
+        let read = events_rows_read(&plan);
         // A sub-minute end holds a few events here; one entity's sub-hour ends a few dozen.
         let most = if entity.is_some() { 200 } else { 50 };
         assert!(read <= most, "{name}: {read} rows of events read: {text}");
@@ -585,23 +585,4 @@ async fn counting_reads_rollups_not_events() {
         );
     }
     c.batch_execute("ROLLBACK").await.unwrap();
-}
-
-/// Rows that scans of `events` produced or threw away in an `EXPLAIN (ANALYZE)` plan.
-fn events_rows(plan: &Value) -> u64 {
-    match plan {
-        Value::Object(node) => {
-            let own = if node.get("Relation Name").and_then(Value::as_str) == Some("events") {
-                ["Actual Rows", "Rows Removed by Filter"]
-                    .iter()
-                    .filter_map(|k| node.get(*k).and_then(Value::as_u64))
-                    .sum()
-            } else {
-                0
-            };
-            own + node.values().map(events_rows).sum::<u64>()
-        }
-        Value::Array(items) => items.iter().map(events_rows).sum(),
-        _ => 0,
-    }
 }

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use tokio_postgres::{AsyncMessage, NoTls};
 
 use crate::support::auth::{app_serving, auth_config, keys, static_keys};
-use crate::support::db::{ADMIN, TestDb, call, fixture, ok, token, tool_error};
+use crate::support::db::{ADMIN, TestDb, call, events_rows_read, fixture, ok, token, tool_error};
 use crate::support::http::{post_json, send};
 
 /// The fixture's events are all in November 2026.
@@ -617,10 +617,7 @@ async fn search_reads_a_bounded_number_of_rows_at_100_000_events() {
     // are found by reading the newest 2,000 events once, not the tenant's 22,000 matches.
     let (rows, plans, _) = ranking_plans(&db, "service").await;
     assert_eq!(rows, 11);
-    let read: u64 = plans
-        .iter()
-        .map(|p| rows_read(&serde_json::from_str(p).unwrap()))
-        .sum();
+    let read = read_by(&plans);
     assert!(
         (501..=3_000).contains(&read),
         "the search read {read} rows of events for a common word: {plans:?}"
@@ -630,14 +627,19 @@ async fn search_reads_a_bounded_number_of_rows_at_100_000_events() {
     // sample does not: the walk reads a few thousand rows, not the index's every match.
     let (rows, plans, _) = ranking_plans(&db, "\"upstream timeout\"").await;
     assert_eq!(rows, 11);
-    let read: u64 = plans
-        .iter()
-        .map(|p| rows_read(&serde_json::from_str(p).unwrap()))
-        .sum();
+    let read = read_by(&plans);
     assert!(
         read <= 20_000,
         "the search read {read} rows for a phrase: {plans:?}"
     );
+}
+
+/// Rows of `events` the plans (JSON) read, together.
+fn read_by(plans: &[String]) -> u64 {
+    plans
+        .iter()
+        .map(|p| events_rows_read(&serde_json::from_str(p).unwrap()))
+        .sum()
 }
 
 /// Runs `search_event_newest` for `query` (tenant-a, November, 500 candidates, a page of
@@ -705,29 +707,6 @@ async fn ranking_plans(db: &TestDb, query: &str) -> (usize, Vec<String>, i64) {
         "no plans of the statements inside: {plans:?}"
     );
     (rows.len(), inner, scans)
-}
-
-/// Rows the plan's scans of `events` produced or threw away (filter and recheck).
-fn rows_read(plan: &Value) -> u64 {
-    match plan {
-        Value::Object(node) => {
-            let own = if node.get("Relation Name").and_then(Value::as_str) == Some("events") {
-                [
-                    "Actual Rows",
-                    "Rows Removed by Filter",
-                    "Rows Removed by Index Recheck",
-                ]
-                .iter()
-                .filter_map(|k| node.get(*k).and_then(Value::as_u64))
-                .sum()
-            } else {
-                0
-            };
-            own + node.values().map(rows_read).sum::<u64>()
-        }
-        Value::Array(items) => items.iter().map(rows_read).sum(),
-        _ => 0,
-    }
 }
 
 /// Only the newest 500 matches are ranked; when more match, `older_matches_until` is the

@@ -258,3 +258,27 @@ pub(crate) fn app_recording_metrics(
 fn verifier() -> AuthConfig {
     auth_config(static_keys(&[&keys().rsa]))
 }
+
+/// Rows that the scans of `events` in an `EXPLAIN (ANALYZE, FORMAT JSON)` plan produced or
+/// threw away (filter and recheck): what a statement read of the table.
+pub(crate) fn events_rows_read(plan: &Value) -> u64 {
+    match plan {
+        Value::Object(node) => {
+            let own = if node.get("Relation Name").and_then(Value::as_str) == Some("events") {
+                [
+                    "Actual Rows",
+                    "Rows Removed by Filter",
+                    "Rows Removed by Index Recheck",
+                ]
+                .iter()
+                .filter_map(|k| node.get(*k).and_then(Value::as_u64))
+                .sum()
+            } else {
+                0
+            };
+            own + node.values().map(events_rows_read).sum::<u64>()
+        }
+        Value::Array(items) => items.iter().map(events_rows_read).sum(),
+        _ => 0,
+    }
+}

@@ -47,8 +47,9 @@ fn int8(v: i64) -> (Box<dyn ToSql + Sync + Send>, Type) {
     (Box::new(v), Type::INT8)
 }
 
-/// `count_events`' parameters for a window, bucket, entity and no event-type filter.
-fn count(since: Timestamp, until: Timestamp, seconds: i64, entity: Option<&str>) -> Params {
+/// A counted window's parameters (`$1`-`$8` of the statements over rollups): the window, the
+/// entity, no event-type filter, and its split for buckets of `seconds`.
+fn window(since: Timestamp, until: Timestamp, seconds: i64, entity: Option<&str>) -> Params {
     let split = t::WindowSplit::new(since, until, seconds, entity.is_some());
     vec![
         ts(since),
@@ -59,9 +60,15 @@ fn count(since: Timestamp, until: Timestamp, seconds: i64, entity: Option<&str>)
         ts(split.h1),
         ts(split.h2),
         ts(split.m2),
-        (Box::new(format!("{seconds} seconds")), Type::TEXT),
-        int8(10_000),
     ]
+}
+
+/// `count_events`' parameters: the window's, the bucket width and the row cap.
+fn count(since: Timestamp, until: Timestamp, seconds: i64, entity: Option<&str>) -> Params {
+    let mut params = window(since, until, seconds, entity);
+    params.push((Box::new(format!("{seconds} seconds")), Type::TEXT));
+    params.push(int8(10_000));
+    params
 }
 
 fn search(query: &str, since: Timestamp, until: Timestamp, limit: i64, candidates: i64) -> Params {
@@ -84,25 +91,19 @@ fn calls(until: Timestamp, bounded: bool) -> Vec<Call> {
     let since = until
         .checked_sub(SignedDuration::from_hours(30 * 24))
         .unwrap();
-    let window = || {
-        let split = t::WindowSplit::new(since, until, 3_600, false);
-        vec![
-            ts(since),
-            ts(until),
-            text(None),
-            (Box::new(None::<Vec<String>>), Type::TEXT_ARRAY),
-            ts(split.m1),
-            ts(split.h1),
-            ts(split.h2),
-            ts(split.m2),
-        ]
-    };
     let candidates = if bounded {
         t::SEARCH_CANDIDATES
     } else {
         i64::MAX / 2
     };
     let c = |tool, statements| Call { tool, statements };
+    let searching = |tool, query: &str, limit| Call {
+        tool,
+        statements: vec![(
+            t::SEARCH_EVENTS_SQL,
+            search(query, since, until, limit, candidates),
+        )],
+    };
     vec![
         c(
             "describe_data",
@@ -135,47 +136,25 @@ fn calls(until: Timestamp, bounded: bool) -> Vec<Call> {
         c(
             "summarize_window, 30 days",
             vec![
-                (t::WINDOW_SEVERITY_COUNTS, window()),
+                (t::WINDOW_SEVERITY_COUNTS, window(since, until, 3_600, None)),
                 (
                     t::WINDOW_SUMMARIES,
                     vec![ts(since), ts(until), text(None), int8(21)],
                 ),
             ],
         ),
-        c(
-            "search_events \"error\"",
-            vec![(
-                t::SEARCH_EVENTS_SQL,
-                search("error", since, until, 10, candidates),
-            )],
-        ),
-        c(
-            "search_events \"deploy -failure\"",
-            vec![(
-                t::SEARCH_EVENTS_SQL,
-                search("deploy -failure", since, until, 10, candidates),
-            )],
-        ),
-        c(
+        searching("search_events \"error\"", "error", 10),
+        searching("search_events \"deploy -failure\"", "deploy -failure", 10),
+        searching(
             "search_events \"\\\"upstream timeout\\\"\"",
-            vec![(
-                t::SEARCH_EVENTS_SQL,
-                search("\"upstream timeout\"", since, until, 10, candidates),
-            )],
+            "\"upstream timeout\"",
+            10,
         ),
-        c(
-            "search \"timeout\" (ChatGPT)",
-            vec![(
-                t::SEARCH_EVENTS_SQL,
-                search("timeout", since, until, 20, candidates),
-            )],
-        ),
-        c(
+        searching("search \"timeout\" (ChatGPT)", "timeout", 20),
+        searching(
             "search_events \"checkout nullpointer\"",
-            vec![(
-                t::SEARCH_EVENTS_SQL,
-                search("checkout nullpointer", since, until, 10, candidates),
-            )],
+            "checkout nullpointer",
+            10,
         ),
         c(
             "query_events, limit 50",

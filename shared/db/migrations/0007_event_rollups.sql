@@ -21,7 +21,7 @@
 -- depend on the session's time zone.
 --
 -- Rows that existed before the triggers are counted afterwards, in short batches (migrate.rs,
--- Step::Rollups): `event_rollup_backfill` holds the id range still to count, which the
+-- at the end of every run): `event_rollup_backfill` holds the id range still to count, which the
 -- triggers leave alone so that no row is counted twice or a delete subtracted before its
 -- insert was added. This file runs in one transaction and takes `events`' SHARE ROW
 -- EXCLUSIVE lock (writers wait; readers do not) only for the catalog changes; every

@@ -23,9 +23,6 @@ pub enum Step {
     /// A SQL file that changes how `events.search` is computed, run in one transaction,
     /// then every stored document recomputed in short batches (writes go on throughout).
     SearchDocuments(&'static str),
-    /// A SQL file that adds the rollups and their triggers, run in one transaction, then the
-    /// rows older than the triggers counted in short batches (`count_rollup_backlog`).
-    Rollups(&'static str),
 }
 
 /// Every migration, in order: (version, step).
@@ -65,7 +62,7 @@ pub const MIGRATIONS: &[(&str, Step)] = &[
     ),
     (
         "0007_event_rollups",
-        Step::Rollups(include_str!("../migrations/0007_event_rollups.sql")),
+        Step::Sql(include_str!("../migrations/0007_event_rollups.sql")),
     ),
     (
         "0008_search_newest_matches",
@@ -144,7 +141,6 @@ async fn apply(client: &mut Client) -> Result<Vec<String>, DbError> {
                 Step::EventSearchIndex => event_search_index(client).await,
                 Step::Indexes(indexes) => concurrent_indexes(client, indexes).await,
                 Step::SearchDocuments(sql) => search_documents(client, sql).await,
-                Step::Rollups(sql) => rollups(client, sql).await,
                 Step::Sql(_) => Ok(()),
             }
             .map_err(DbError::Query)?;
@@ -156,14 +152,12 @@ async fn apply(client: &mut Client) -> Result<Vec<String>, DbError> {
         tracing::info!(migration = version, "applied");
         applied.push((*version).to_owned());
     }
-    // A backlog left by `event_rollups_reset()` (or by an interrupted run) is counted on
-    // every run until it is empty.
+    // The rows the rollup triggers have not seen (those older than `0007_event_rollups`, or
+    // every row after `event_rollups_reset()`) are counted here, on every run until none is
+    // left: an interrupted run resumes where it stopped, and readers count from `events`
+    // until then.
     let backlog = client
-        .query_one(
-            "SELECT to_regclass('event_rollup_backfill') IS NOT NULL \
-                    AND (SELECT done_to < target_to FROM event_rollup_backfill) IS TRUE",
-            &[],
-        )
+        .query_one("SELECT done_to < target_to FROM event_rollup_backfill", &[])
         .await
         .map_err(DbError::Query)?;
     if backlog.try_get::<_, bool>(0).map_err(DbError::Query)? {
@@ -226,18 +220,6 @@ async fn search_documents(client: &mut Client, sql: &str) -> Result<(), tokio_po
     tx.commit().await?;
     let rows = fill_search(client, "").await?;
     tracing::info!(rows, "events.search recomputed");
-    Ok(())
-}
-
-/// Runs `sql` (the rollups, their triggers and the backlog's bounds) in one transaction, then
-/// counts the backlog: the rows that existed before the triggers.
-#[allow(clippy::disallowed_methods)]
-async fn rollups(client: &mut Client, sql: &str) -> Result<(), tokio_postgres::Error> {
-    let tx = client.transaction().await?;
-    tx.batch_execute(sql).await?;
-    tx.commit().await?;
-    let rows = count_rollup_backlog(client).await?;
-    tracing::info!(rows, "event rollups backfilled");
     Ok(())
 }
 

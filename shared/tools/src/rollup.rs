@@ -24,23 +24,22 @@ impl Split {
     /// that entity's events).
     pub fn new(since: Timestamp, until: Timestamp, bucket_seconds: i64, entity: bool) -> Self {
         let (s, u) = (since.as_microsecond(), until.as_microsecond());
-        let hours = bucket_seconds % 3_600 == 0;
-        let (m1, m2) = if entity {
-            (s, s)
+        // What the rollups cover: whole minutes, or for one entity (no minute rollup) the
+        // whole window, of which only the whole hours are read from a rollup.
+        let (from, to) = if entity {
+            (s, u)
         } else {
             let m1 = ceil(s, MINUTE).min(u);
             (m1, floor(u, MINUTE).max(m1))
         };
-        let (h1, h2) = if hours {
-            let from = if entity { s } else { m1 };
-            let to = if entity { u } else { m2 };
+        let (h1, h2) = if bucket_seconds % 3_600 == 0 {
             let h1 = ceil(from, HOUR).min(to);
             (h1, floor(to, HOUR).max(h1))
         } else {
-            (m2, m2)
+            (to, to)
         };
         // Per entity the minute ranges are empty: the raw ends meet the hours.
-        let (m1, m2) = if entity { (h1, h2) } else { (m1, m2) };
+        let (m1, m2) = if entity { (h1, h2) } else { (from, to) };
         let at = |us: i64| Timestamp::from_microsecond(us).unwrap_or(until);
         Self {
             m1: at(m1),

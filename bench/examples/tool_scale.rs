@@ -2,24 +2,28 @@
 //! `mcp_tools`, with the parameters the tools give them), as the endpoint's role under
 //! row-level security in a read-only transaction, on one database grown in steps. At each
 //! step two tenants of N events each (the sample generator: 30 days, 32 entities, 8 event
-//! types) join the ones before, then `VACUUM ANALYZE`; each tool's statements are timed
-//! (wall time of the transaction from the client, loopback, no TLS) at concurrency 1 and 16,
-//! twice: as the tools read today (rollups, bounded search) and as they read before
-//! (the same statements with the rollups marked unfinished, so they count from `events`,
-//! and search ranking every match). Medians and 99th percentiles per step and mode.
+//! types; loaded with `COPY` by `bench::bulk_load`) join the ones before, then
+//! `VACUUM ANALYZE`; each tool's statements are timed (wall time of the transaction from the
+//! client, loopback, no TLS) at concurrency 1 and 16, twice: as the tools read today
+//! (rollups, bounded search) and as they read before (the same statements with the rollups
+//! marked unfinished, so they count from `events`, and search ranking every match). Medians
+//! and 99th percentiles per step and mode, then per tool the growth from the first step to
+//! the last. Each call's reads of `events` and its indexes are counted by PostgreSQL's
+//! transaction statistics; a call that reads more than `TUPLE_BUDGET` at any size fails the
+//! run (whatever its plan, statements inside the search functions included).
 //!
 //! ```text
-//! cargo run --profile harness -p bench --example tool_scale -- 100000 1000000
+//! cargo run --profile harness -p bench --example tool_scale -- 100000 1000000 10000000
 //! ```
 //! (the local PostgreSQL on 127.0.0.1:5432 with trust auth; the database `mcp_tool_scale`
 //! is made anew. ROUNDS (default 20) calls per tool at c1, a quarter as many per connection
-//! at c16; TENANTS (default 2) tenants of N events per step; BEFORE_ROUNDS and
-//! BEFORE_C16_UNTIL bound the slow "before" reads on large stores.)
+//! at c16; TENANTS (default 2) tenants of N events per step; BEFORE_ROUNDS, BEFORE_C16_UNTIL
+//! and BEFORE_UNTIL bound the slow "before" reads on large stores.)
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
 use std::time::Instant;
 
-use bench::{fresh_database, local_pg};
+use bench::{bulk_load, fresh_database, local_pg};
 use jiff::{SignedDuration, Timestamp};
 use mcp_tools as t;
 use tokio_postgres::Client;
@@ -182,7 +186,19 @@ fn calls(until: Timestamp, bounded: bool) -> Vec<Call> {
 /// statements, commit. Returns microseconds.
 async fn once(client: &Client, tenant: &str, call: &Call) -> u64 {
     let start = Instant::now();
+    statements(client, tenant, call).await;
+    client.batch_execute("COMMIT").await.unwrap();
+    start.elapsed().as_micros() as u64
+}
+
+/// The call's transaction up to its commit.
+async fn statements(client: &Client, tenant: &str, call: &Call) {
     client.batch_execute("BEGIN READ ONLY").await.unwrap();
+    run(client, tenant, call).await;
+}
+
+/// The call's statements for `tenant`, in the open transaction.
+async fn run(client: &Client, tenant: &str, call: &Call) {
     client
         .query("SELECT set_config('app.tenant_id', $1, true)", &[&tenant])
         .await
@@ -194,8 +210,24 @@ async fn once(client: &Client, tenant: &str, call: &Call) -> u64 {
             .collect();
         client.query_typed(sql, &p).await.unwrap();
     }
+}
+
+/// What one call reads of `events`: the rows its scans returned and fetched from the table
+/// plus the entries read from each of its indexes, as PostgreSQL's counters say (statements
+/// inside the search functions included, whatever the plan). The counters hold what the
+/// connection read since they were last flushed (between transactions, now and then), so
+/// the call's share is their difference across its statements, in one transaction.
+async fn tuples_read(client: &Client, tenant: &str, call: &Call) -> i64 {
+    const COUNTERS: &str = "SELECT (pg_stat_get_xact_tuples_returned('events'::regclass) \
+         + pg_stat_get_xact_tuples_fetched('events'::regclass) \
+         + (SELECT coalesce(sum(pg_stat_get_xact_tuples_returned(indexrelid)), 0) \
+            FROM pg_index WHERE indrelid = 'events'::regclass))::int8";
+    client.batch_execute("BEGIN READ ONLY").await.unwrap();
+    let before: i64 = client.query_one(COUNTERS, &[]).await.unwrap().get(0);
+    run(client, tenant, call).await;
+    let after: i64 = client.query_one(COUNTERS, &[]).await.unwrap().get(0);
     client.batch_execute("COMMIT").await.unwrap();
-    start.elapsed().as_micros() as u64
+    after - before
 }
 
 fn quantile(v: &mut [u64], p: f64) -> f64 {
@@ -233,6 +265,20 @@ async fn measure(
     [c1, (quantile(&mut c16, 0.5), quantile(&mut c16, 0.99))]
 }
 
+/// What a call may read of `events` and its indexes at any size of the store: the budget
+/// that keeps every tool's cost independent of how many events match (the newest-matches
+/// probe and ranking of search, the rollups' partial edges). A call over it fails the run.
+const TUPLE_BUDGET: i64 = 50_000;
+
+struct Row {
+    n: usize,
+    mode: &'static str,
+    tool: &'static str,
+    c1: (f64, f64),
+    c16: (f64, f64),
+    read: Option<i64>,
+}
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     let steps: Vec<usize> = std::env::args()
@@ -245,11 +291,12 @@ async fn main() {
     };
     let rounds = setting("ROUNDS", 20);
     // The reads as they were take seconds on a large store: fewer rounds, c1 only from
-    // BEFORE_C16_UNTIL events per tenant on.
+    // BEFORE_C16_UNTIL events per tenant on, none from BEFORE_UNTIL on.
     let before_rounds = setting("BEFORE_ROUNDS", rounds);
     let before_c16_until = setting("BEFORE_C16_UNTIL", usize::MAX);
+    let before_until = setting("BEFORE_UNTIL", usize::MAX);
     let tenants_per_step = setting("TENANTS", 2).max(1);
-    let mut db = fresh_database(DB).await;
+    let db = fresh_database(DB).await;
     let until: Timestamp = "2026-12-01T00:00:00Z".parse().unwrap();
     // The window ends off the hour and the minute, as a caller's "now" does.
     let read_until: Timestamp = "2026-11-30T21:17:23.5Z".parse().unwrap();
@@ -257,24 +304,31 @@ async fn main() {
     for _ in 0..16 {
         pool.push(local_pg("mcp_endpoint", DB).await);
     }
-    let mut report = Vec::new();
-    for n in &steps {
+    let mut report: Vec<Row> = Vec::new();
+    for &n in &steps {
         let tenants: Vec<String> = (0..tenants_per_step)
             .map(|i| format!("scale-{n}-{i}"))
             .collect();
         let names: Vec<&str> = tenants.iter().map(String::as_str).collect();
         let started = Instant::now();
-        let loaded = migrate::seed(&mut db, &names, *n, until).await.unwrap();
+        let loaded = bulk_load(&db, DB, &names, n, until).await.unwrap();
         eprintln!(
-            "[tool_scale] {loaded} events loaded in {:.0} s",
+            "[tool_scale] {loaded} events loaded and indexed in {:.0} s",
             started.elapsed().as_secs_f64()
         );
+        let started = Instant::now();
         db.batch_execute("VACUUM ANALYZE").await.unwrap();
+        eprintln!(
+            "[tool_scale] VACUUM ANALYZE in {:.0} s",
+            started.elapsed().as_secs_f64()
+        );
         for (mode, bounded) in [("now", true), ("before", false)] {
             let (rounds, c16) = if bounded {
                 (rounds, true)
+            } else if n < before_until {
+                (before_rounds, n < before_c16_until)
             } else {
-                (before_rounds, *n < before_c16_until)
+                (0, false)
             };
             if rounds == 0 {
                 continue;
@@ -287,9 +341,25 @@ async fn main() {
             };
             db.batch_execute(mark).await.unwrap();
             for call in calls(read_until, bounded) {
+                let read = if bounded {
+                    Some(tuples_read(&pool[0], &tenants[0], &call).await)
+                } else {
+                    None
+                };
                 let [c1, c16] = measure(&pool, &tenants[0], &call, rounds, c16).await;
-                eprintln!("[tool_scale] {n} {mode} {}: {c1:?} {c16:?}", call.tool);
-                report.push((*n, mode, call.tool, c1, c16));
+                eprintln!(
+                    "[tool_scale] {n} {mode} {}: {c1:?} {c16:?} {read:?}",
+                    call.tool
+                );
+                let tool = call.tool;
+                report.push(Row {
+                    n,
+                    mode,
+                    tool,
+                    c1,
+                    c16,
+                    read,
+                });
             }
         }
         // Back to the counted state for the next step's writes.
@@ -300,12 +370,56 @@ async fn main() {
         .await
         .unwrap();
     }
-    println!("| events per tenant | reads | tool call | c1 p50 | c1 p99 | c16 p50 | c16 p99 |");
-    println!("|---:|---|---|---:|---:|---:|---:|");
-    for (n, mode, tool, c1, c16) in &report {
+    print_report(&steps, &report);
+    let over: Vec<String> = report
+        .iter()
+        .filter(|r| r.read.is_some_and(|read| read > TUPLE_BUDGET))
+        .map(|r| format!("{} at {}: {:?}", r.tool, r.n, r.read))
+        .collect();
+    assert!(
+        over.is_empty(),
+        "calls over the budget of {TUPLE_BUDGET} tuples: {over:?}"
+    );
+}
+
+/// Every measurement, then per tool the medians at each size with the growth from the
+/// smallest to the largest.
+fn print_report(steps: &[usize], report: &[Row]) {
+    println!(
+        "| events per tenant | reads | tool call | c1 p50 | c1 p99 | c16 p50 | c16 p99 | tuples read |"
+    );
+    println!("|---:|---|---|---:|---:|---:|---:|---:|");
+    for r in report {
+        let read = r.read.map_or_else(|| "-".to_owned(), |v| v.to_string());
         println!(
-            "| {n} | {mode} | {tool} | {:.1} | {:.1} | {:.1} | {:.1} |",
-            c1.0, c1.1, c16.0, c16.1
+            "| {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {read} |",
+            r.n, r.mode, r.tool, r.c1.0, r.c1.1, r.c16.0, r.c16.1
+        );
+    }
+    let (first, last) = (steps[0], steps[steps.len() - 1]);
+    println!();
+    let sizes: Vec<String> = steps.iter().map(|n| format!("c1 p50 at {n}")).collect();
+    println!(
+        "| tool call | {} | growth {first} to {last} | c1 p99 at {last} | c16 p99 at {last} |",
+        sizes.join(" | ")
+    );
+    println!("|---|{}---:|---:|---:|", "---:|".repeat(steps.len()));
+    let now: Vec<&Row> = report.iter().filter(|r| r.mode == "now").collect();
+    for tool in now.iter().filter(|r| r.n == first).map(|r| r.tool) {
+        let of = |n: usize| now.iter().find(|r| r.tool == tool && r.n == n);
+        let p50s: Vec<String> = steps
+            .iter()
+            .map(|&n| of(n).map_or("-".into(), |r| format!("{:.1}", r.c1.0)))
+            .collect();
+        let (Some(a), Some(b)) = (of(first), of(last)) else {
+            continue;
+        };
+        println!(
+            "| {tool} | {} | x{:.2} | {:.1} | {:.1} |",
+            p50s.join(" | "),
+            b.c1.0 / a.c1.0,
+            b.c1.1,
+            b.c16.1
         );
     }
 }

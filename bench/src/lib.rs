@@ -4,6 +4,10 @@
 use serde_json::Value;
 use tokio_postgres::{Client, NoTls};
 
+pub use bulk::bulk_load;
+
+mod bulk;
+
 /// A connection as `user` to database `db` of the local PostgreSQL (127.0.0.1:5432, trust
 /// auth), for the examples that measure statements.
 ///

@@ -603,20 +603,40 @@ async fn search_reads_a_bounded_number_of_rows_at_100_000_events() {
     db.admin.batch_execute("ANALYZE events").await.unwrap();
 
     // A rare pair of words: few matches, found through the search index.
-    let (rows, plans, scans) = ranking_plans(&db, "checkout timeouts").await;
-    assert_eq!(rows, 11, "the sample has many checkout timeouts");
+    let (ids, plans, scans) = ranking_plans(&db, "checkout timeouts").await;
+    assert_eq!(ids.len(), 11, "the sample has many checkout timeouts");
     let all = plans.join("\n");
     assert!(
-        all.contains(r#""Index Name": "events_search""#),
+        all.contains(r#""Index Name": "events_search_hour""#),
         "the search does not use the search index: {all}"
     );
     assert!(!all.contains(r#""Node Type": "Seq Scan""#), "{all}");
-    assert!(scans >= 1, "events_search was scanned {scans} times");
+    assert!(scans >= 1, "events_search_hour was scanned {scans} times");
+    assert_eq!(ids, newest_ranked(&db, "checkout timeouts").await);
+
+    // A word in a ninth of the events: too many matches to fetch them all, too few for the
+    // newest 2,000 events to hold 500. The index is asked for the newest hours' matches
+    // only, and they are exactly the newest 500 of the window.
+    let (ids, plans, _) = ranking_plans(&db, "checkout").await;
+    assert_eq!(ids.len(), 11);
+    let all = plans.join("\n");
+    assert!(
+        plans
+            .iter()
+            .any(|p| hour_keys_in_index_cond(&serde_json::from_str(p).unwrap())),
+        "the index was not asked for the newest hours: {all}"
+    );
+    let read = read_by(&plans);
+    assert!(
+        read <= 4_000,
+        "the search read {read} rows of events for a word in a ninth of them: {plans:?}"
+    );
+    assert_eq!(ids, newest_ranked(&db, "checkout").await);
 
     // A word in two thirds of the events (every service's events): the newest 500 matches
     // are found by reading the newest 2,000 events once, not the tenant's 22,000 matches.
-    let (rows, plans, _) = ranking_plans(&db, "service").await;
-    assert_eq!(rows, 11);
+    let (ids, plans, _) = ranking_plans(&db, "service").await;
+    assert_eq!(ids, newest_ranked(&db, "service").await);
     let read = read_by(&plans);
     assert!(
         (501..=3_000).contains(&read),
@@ -625,13 +645,30 @@ async fn search_reads_a_bounded_number_of_rows_at_100_000_events() {
 
     // Words that always occur together (a quoted phrase) fool the planner's estimate; the
     // sample does not: the walk reads a few thousand rows, not the index's every match.
-    let (rows, plans, _) = ranking_plans(&db, "\"upstream timeout\"").await;
-    assert_eq!(rows, 11);
+    let (ids, plans, _) = ranking_plans(&db, "\"upstream timeout\"").await;
+    assert_eq!(ids, newest_ranked(&db, "\"upstream timeout\"").await);
     let read = read_by(&plans);
     assert!(
         read <= 20_000,
         "the search read {read} rows for a phrase: {plans:?}"
     );
+}
+
+/// Whether a plan (JSON) asks the search index for a set of hours: an index condition on
+/// `events_search_hour` with the hours' keys.
+fn hour_keys_in_index_cond(plan: &Value) -> bool {
+    match plan {
+        Value::Object(node) => {
+            let here = node.get("Index Name").and_then(Value::as_str) == Some("events_search_hour")
+                && node
+                    .get("Index Cond")
+                    .and_then(Value::as_str)
+                    .is_some_and(|c| c.contains("event_hour_key") && c.contains("&&"));
+            here || node.values().any(hour_keys_in_index_cond)
+        }
+        Value::Array(items) => items.iter().any(hour_keys_in_index_cond),
+        _ => false,
+    }
 }
 
 /// Rows of `events` the plans (JSON) read, together.
@@ -642,10 +679,31 @@ fn read_by(plans: &[String]) -> u64 {
         .sum()
 }
 
+/// What `ranking_plans` must answer, computed from `events` directly: of tenant-a's newest
+/// 500 matches in November, the 11 of the best rank (newest first among equals).
+async fn newest_ranked(db: &TestDb, query: &str) -> Vec<i64> {
+    db.admin
+        .query(
+            "SELECT id FROM (SELECT id, occurred_at, search FROM events \
+               WHERE tenant_id = 'tenant-a' AND search @@ websearch_to_tsquery('english', $1) \
+                 AND occurred_at >= '2026-11-01T00:00:00Z' AND occurred_at < '2026-12-01T00:00:00Z' \
+               ORDER BY occurred_at DESC, id DESC LIMIT 500) AS newest \
+             ORDER BY ts_rank_cd(search, websearch_to_tsquery('english', $1)) DESC, occurred_at DESC, id DESC \
+             LIMIT 11",
+            &[&query],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+}
+
 /// Runs `search_event_newest` for `query` (tenant-a, November, 500 candidates, a page of
-/// 10 and its probe) as the endpoint's role; returns its rows, the plans of the statements
-/// inside it as auto_explain reports them (JSON), and how often `events_search` was scanned.
-async fn ranking_plans(db: &TestDb, query: &str) -> (usize, Vec<String>, i64) {
+/// 10 and its probe) as the endpoint's role; returns its ids in order, the plans of the
+/// statements inside it as auto_explain reports them (JSON), and how often the search index
+/// was scanned.
+async fn ranking_plans(db: &TestDb, query: &str) -> (Vec<i64>, Vec<String>, i64) {
     let (client, mut connection) = tokio_postgres::connect(&format!("{ADMIN}/{}", db.name), NoTls)
         .await
         .unwrap();
@@ -683,7 +741,7 @@ async fn ranking_plans(db: &TestDb, query: &str) -> (usize, Vec<String>, i64) {
         .unwrap();
     let scans: i64 = client
         .query_one(
-            "SELECT pg_stat_get_xact_numscans('events_search'::regclass)",
+            "SELECT pg_stat_get_xact_numscans('events_search_hour'::regclass)",
             &[],
         )
         .await
@@ -706,7 +764,7 @@ async fn ranking_plans(db: &TestDb, query: &str) -> (usize, Vec<String>, i64) {
         inner.len() >= 2,
         "no plans of the statements inside: {plans:?}"
     );
-    (rows.len(), inner, scans)
+    (rows.iter().map(|r| r.get(0)).collect(), inner, scans)
 }
 
 /// Only the newest 500 matches are ranked; when more match, `older_matches_until` is the

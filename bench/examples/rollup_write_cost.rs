@@ -5,6 +5,10 @@
 //! a write does (the search document trigger, the indexes) is the same both ways. Each round
 //! measures both settings, in alternating order; medians and the spread over rounds.
 //!
+//! With `COMPARE=search_index` the two settings are the search index before migration
+//! `0010_search_hour_index` (tenant and words) and after it (tenant, tenant and hour, words),
+//! each measured on an emptied table (the other index dropped), rollups on both ways.
+//!
 //! ```text
 //! cargo run --release -p bench --example rollup_write_cost -- [ROUNDS]
 //! ```
@@ -53,6 +57,34 @@ async fn write(client: &Client, writer: i64, statements: i64, per_statement: i64
     start.elapsed().as_secs_f64()
 }
 
+/// The search index of each setting (`COMPARE=search_index`): before and after `0010`.
+const SEARCH_INDEXES: [(&str, &str); 2] = [
+    ("events_search", "ON events USING gin (tenant_id, search)"),
+    (
+        "events_search_hour",
+        "ON events USING gin (tenant_id, (ARRAY[event_hour_key(tenant_id, occurred_at)]), search)",
+    ),
+];
+
+/// Switches to a setting: the rollup triggers on or off, or (comparing search indexes) an
+/// emptied table with the setting's search index only.
+async fn set(client: &Client, search_index: bool, on: bool) {
+    if !search_index {
+        return set_rollups(client, on).await;
+    }
+    let (drop, (create, definition)) = if on {
+        (SEARCH_INDEXES[0].0, SEARCH_INDEXES[1])
+    } else {
+        (SEARCH_INDEXES[1].0, SEARCH_INDEXES[0])
+    };
+    client
+        .batch_execute(&format!(
+            "TRUNCATE events, entity_state; DROP INDEX IF EXISTS {drop}; CREATE INDEX IF NOT EXISTS {create} {definition}"
+        ))
+        .await
+        .unwrap();
+}
+
 async fn set_rollups(client: &Client, on: bool) {
     for t in TRIGGERS {
         let verb = if on { "ENABLE" } else { "DISABLE" };
@@ -86,6 +118,7 @@ async fn main() {
     let rounds: usize = std::env::args()
         .nth(1)
         .map_or(5, |a| a.parse().expect("a round count"));
+    let search_index = std::env::var("COMPARE").is_ok_and(|c| c == "search_index");
     let db = fresh_database(DB).await;
     db.batch_execute(
         "INSERT INTO event_types (name, description) \
@@ -105,15 +138,18 @@ async fn main() {
         ("1 writer, 1,000 events per statement", 1, 20, 1_000),
         ("4 writers, 1 event per statement", 4, 1_000, 1),
     ];
-    println!(
-        "| workload | without rollups (events/s) | with rollups (events/s) | with / without |"
-    );
+    let (without, with) = if search_index {
+        ("(tenant, words) index", "(tenant, hour, words) index")
+    } else {
+        ("without rollups", "with rollups")
+    };
+    println!("| workload | {without} (events/s) | {with} (events/s) | with / without |");
     println!("|---|---:|---:|---:|");
     for (label, n, statements, per_statement) in workloads {
         let (mut off, mut on) = (Vec::new(), Vec::new());
         // A warm-up of each setting, not counted.
         for setting in [false, true] {
-            set_rollups(&db, setting).await;
+            set(&db, search_index, setting).await;
             rate(&writers[..n], statements / 10 + 1, per_statement).await;
         }
         for round in 0..rounds {
@@ -122,7 +158,7 @@ async fn main() {
             } else {
                 [true, false]
             } {
-                set_rollups(&db, setting).await;
+                set(&db, search_index, setting).await;
                 let r = rate(&writers[..n], statements, per_statement).await;
                 if setting { on.push(r) } else { off.push(r) }
             }

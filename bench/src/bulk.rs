@@ -12,7 +12,7 @@ use tokio_postgres::binary_copy::BinaryCopyInWriter;
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Client, Error};
 
-use crate::local_pg;
+use crate::pg::local_pg;
 
 /// Rows per `COPY` statement: each is a transaction, and its rows are one transition table
 /// for the rollup trigger.

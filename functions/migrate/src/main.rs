@@ -15,6 +15,7 @@
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
+use clap::Parser;
 use mcp_db::{Db, DbConfig};
 
 /// The admin connection's settings: the `DB_*` variables with the admin secret or URL in
@@ -139,39 +140,41 @@ async fn main() -> anyhow::Result<()> {
             .await
             .map_err(|e| anyhow::anyhow!(e));
     }
+    // Arguments first: `--help` or a wrong one must not touch a database.
+    let args = Args::parse();
     tracing_subscriber::fmt()
         .with_env_filter(log_level())
         .with_target(false)
         .init();
     let report = run_once(&Request::default()).await?;
     tracing::info!(%report, "migrations up to date");
-    let mut args = std::env::args().skip(1);
-    match args.next().as_deref() {
-        None => {}
-        Some("--seed") => {
-            let url = std::env::var("DATABASE_ADMIN_URL")
-                .context("--seed runs locally, with DATABASE_ADMIN_URL")?;
-            let per_tenant = args
-                .next()
-                .map(|n| n.parse())
-                .transpose()
-                .context("--seed takes an event count")?
-                .unwrap_or(5000);
-            let (mut client, connection) =
-                tokio_postgres::connect(&url, tokio_postgres::NoTls).await?;
-            tokio::spawn(connection);
-            let n = migrate::seed(
-                &mut client,
-                &["tenant-a", "tenant-b", "tenant-c"],
-                per_tenant,
-                jiff::Timestamp::now(),
-            )
-            .await?;
-            tracing::info!(inserted = n, "sample data loaded");
-        }
-        Some(other) => bail!("unknown argument {other:?}: expected --seed [EVENTS_PER_TENANT]"),
+    if let Some(per_tenant) = args.seed {
+        let url = std::env::var("DATABASE_ADMIN_URL")
+            .context("--seed runs locally, with DATABASE_ADMIN_URL")?;
+        let (mut client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await?;
+        tokio::spawn(connection);
+        let n = migrate::seed(
+            &mut client,
+            &["tenant-a", "tenant-b", "tenant-c"],
+            per_tenant,
+            jiff::Timestamp::now(),
+        )
+        .await?;
+        tracing::info!(inserted = n, "sample data loaded");
     }
     Ok(())
+}
+
+/// Applies the event-store migrations (the deploy step; idempotent). From a shell it
+/// connects with DATABASE_ADMIN_URL (plain TCP on loopback) or the secret DB_ADMIN_SECRET_ID;
+/// as a Lambda function it takes the secret and a JSON payload instead of arguments.
+#[derive(Debug, Parser)]
+#[command(name = "migrate", version)]
+struct Args {
+    /// Then load the sample tenants tenant-a, tenant-b and tenant-c, EVENTS_PER_TENANT events
+    /// each (5000 when not given), once per tenant (needs DATABASE_ADMIN_URL).
+    #[arg(long, value_name = "EVENTS_PER_TENANT", num_args = 0..=1, default_missing_value = "5000")]
+    seed: Option<usize>,
 }
 
 #[cfg(test)]

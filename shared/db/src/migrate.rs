@@ -23,6 +23,8 @@ pub enum Step {
     /// A SQL file that changes how `events.search` is computed, run in one transaction,
     /// then every stored document recomputed in short batches (writes go on throughout).
     SearchDocuments(&'static str),
+    /// Indexes dropped concurrently (readers and writers go on throughout).
+    DropIndexes(&'static [&'static str]),
 }
 
 /// Every migration, in order: (version, step).
@@ -67,6 +69,24 @@ pub const MIGRATIONS: &[(&str, Step)] = &[
     (
         "0008_search_newest_matches",
         Step::Sql(include_str!("../migrations/0008_search_newest_matches.sql")),
+    ),
+    (
+        "0009_search_by_hour",
+        Step::Sql(include_str!("../migrations/0009_search_by_hour.sql")),
+    ),
+    // The search index with each event's tenant and hour: `search_event_newest` asks it for
+    // the newest hours' matches. It answers every search the old one did (tenant and words),
+    // which is then dropped: writers keep one search index.
+    (
+        "0010_search_hour_index",
+        Step::Indexes(&[(
+            "events_search_hour",
+            "ON events USING gin (tenant_id, (ARRAY[event_hour_key(tenant_id, occurred_at)]), search)",
+        )]),
+    ),
+    (
+        "0011_drop_search_index",
+        Step::DropIndexes(&["events_search"]),
     ),
 ];
 
@@ -141,6 +161,7 @@ async fn apply(client: &mut Client) -> Result<Vec<String>, DbError> {
                 Step::EventSearchIndex => event_search_index(client).await,
                 Step::Indexes(indexes) => concurrent_indexes(client, indexes).await,
                 Step::SearchDocuments(sql) => search_documents(client, sql).await,
+                Step::DropIndexes(names) => drop_indexes(client, names).await,
                 Step::Sql(_) => Ok(()),
             }
             .map_err(DbError::Query)?;
@@ -269,6 +290,19 @@ async fn concurrent_indexes(
 ) -> Result<(), tokio_postgres::Error> {
     for (name, definition) in indexes {
         concurrent_index(client, name, definition).await?;
+    }
+    Ok(())
+}
+
+/// Drops each of `names` with `DROP INDEX CONCURRENTLY` (a drop an earlier run interrupted
+/// leaves the index invalid; this one finishes it).
+#[allow(clippy::disallowed_methods)]
+async fn drop_indexes(client: &Client, names: &[&str]) -> Result<(), tokio_postgres::Error> {
+    for name in names {
+        client
+            .batch_execute(&format!("DROP INDEX CONCURRENTLY IF EXISTS {name}"))
+            .await?;
+        tracing::info!(index = name, "index dropped");
     }
     Ok(())
 }

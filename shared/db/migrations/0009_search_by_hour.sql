@@ -1,0 +1,120 @@
+-- Search whose cost stays flat for words of middling frequency.
+--
+-- `search_event_newest` (0008) ranks the newest 500 matches of the window. When the newest
+-- 2,000 events do not hold them, it either walked back through the window (reading about
+-- 500 / share events: 100,000 for a word in 0.5% of events) or asked the search index for
+-- every match of the window (51,000 heap pages for that word at 10 million events per
+-- tenant). Both grow with the store. The search index now also knows each event's tenant and
+-- hour (`events_search_hour`, built concurrently by the next step), so the function asks it
+-- for the matches of the newest hours only: as many hours as should hold twice the
+-- candidates (from the share of the probe that matched and the time the probe spans), four
+-- times as many when they held fewer, and the whole window once that is no smaller. The
+-- index reads the tenant's entries of those hours and the words' entries among them; a
+-- denser store needs fewer hours, so the cost stays about constant as the store grows.
+-- A word too rare to fill a few pages (expected matches under four times the candidates)
+-- is still asked of the whole window: its entries are few.
+--
+-- Matches of the newest hours, ordered newest first, are the newest matches of the window
+-- when there are more of them than the candidates: every match outside is older than every
+-- hour inside. This file replaces the function's body only (same arguments and results),
+-- so the endpoint of the previous release keeps working during a deploy.
+SET LOCAL lock_timeout = '5s';
+
+-- The tenant and the hour of an instant as one key of the search index. The function asks
+-- for a set of hours as an array of these keys (`&&`): each is one exact entry of the index,
+-- whose postings are that tenant's events of that hour, so what it reads is the tenant's
+-- events of those hours whatever the other tenants hold. (A range of text keys would not do:
+-- btree_gin scans each bound of a range as a partial match of its own, up to the end or from
+-- the start of every key.) IMMUTABLE is true here: the epoch of a timestamptz does not
+-- depend on the session's time zone.
+CREATE OR REPLACE FUNCTION event_hour_key(tenant text, at timestamptz) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN tenant || '/' || floor(extract(epoch FROM at) / 3600)::bigint;
+
+CREATE OR REPLACE FUNCTION search_event_newest(
+    query text, since timestamptz, until timestamptz, min_severity smallint,
+    after_rank real, after_at timestamptz, after_id bigint, max_rows bigint, candidates bigint
+) RETURNS TABLE (id bigint, rank real, older_before timestamptz)
+    -- At most a page and its probe row (LIMIT least(max_rows, 51)): the caller's join back to
+    -- `events` probes the primary key for each row.
+    LANGUAGE plpgsql STABLE SECURITY DEFINER ROWS 51
+    SET search_path = pg_catalog, public
+    AS $$
+DECLARE
+    q constant tsquery := websearch_to_tsquery('english', query);
+    tenant constant text := current_setting('app.tenant_id', true);
+    probe constant bigint := 2000;
+    sampled bigint;
+    matched bigint;
+    oldest timestamptz;
+    span_hours float8;
+    hours float8;
+    keys text[];
+    ids bigint[];
+BEGIN
+    -- Array bounds are 32-bit.
+    candidates := least(greatest(candidates, 1), 2000000000);
+    SELECT count(*), count(*) FILTER (WHERE s.search @@ q), min(s.occurred_at),
+           (array_agg(s.id ORDER BY s.occurred_at DESC, s.id DESC) FILTER (WHERE s.search @@ q))[1:candidates + 1]
+      INTO sampled, matched, oldest, ids
+      FROM (SELECT e.id, e.occurred_at, e.search FROM public.events e
+            WHERE e.tenant_id = tenant AND e.occurred_at >= since AND e.occurred_at < until
+              AND e.severity >= min_severity
+            ORDER BY e.occurred_at DESC, e.id DESC LIMIT probe) AS s;
+    IF sampled < probe OR matched > candidates THEN
+        NULL;  -- the sample is the whole window, or holds every candidate
+    ELSE
+        ids := NULL;
+        span_hours := greatest(extract(epoch FROM until - oldest) / 3600, 1.0 / 3600);
+        -- Matches expected in the window at the probe's share (at least one in the probe).
+        IF extract(epoch FROM until - since) / 3600 / span_hours * greatest(matched, 1)
+           > 4 * (candidates + 1) THEN
+            hours := 2 * (candidates + 1) * span_hours / greatest(matched, 1);
+            LOOP
+                -- Compared in seconds: an interval of the hours could pass the calendar's start.
+                EXIT WHEN hours * 3600 >= extract(epoch FROM until - since);
+                -- Planned for this call's values (EXECUTE ... USING).
+                -- The keys of every hour from the one `hours` before `until` to until's own.
+                keys := ARRAY(SELECT event_hour_key(tenant, to_timestamp(h * 3600.0))
+                              FROM generate_series(floor(extract(epoch FROM until) / 3600 - hours)::bigint,
+                                                   floor(extract(epoch FROM until) / 3600)::bigint) AS h);
+                EXECUTE 'SELECT array_agg(s.id ORDER BY s.occurred_at DESC, s.id DESC) FROM ('
+                        '  SELECT e.id, e.occurred_at FROM public.events e '
+                        '  WHERE e.tenant_id = $1 AND e.search @@ $2 '
+                        '    AND ARRAY[public.event_hour_key(e.tenant_id, e.occurred_at)] && $7 '
+                        '    AND e.occurred_at >= $3 AND e.occurred_at < $4 AND e.severity >= $5 '
+                        '  ORDER BY e.occurred_at DESC, e.id DESC LIMIT $6 + 1) AS s'
+                    INTO ids
+                    USING tenant, q, since, until, min_severity, candidates, keys;
+                EXIT WHEN coalesce(cardinality(ids), 0) > candidates;
+                ids := NULL;
+                hours := hours * 4;
+            END LOOP;
+        END IF;
+        IF ids IS NULL THEN
+            EXECUTE 'SELECT array_agg(s.id ORDER BY s.occurred_at DESC, s.id DESC) FROM ('
+                    '  SELECT e.id, e.occurred_at FROM public.events e '
+                    '  WHERE e.tenant_id = $1 AND e.search @@ $2 '
+                    '    AND e.occurred_at >= $3 AND e.occurred_at < $4 AND e.severity >= $5 '
+                    '  ORDER BY e.occurred_at DESC, e.id DESC LIMIT $6 + 1) AS s'
+                INTO ids USING tenant, q, since, until, min_severity, candidates;
+        END IF;
+    END IF;
+    RETURN QUERY EXECUTE
+        'WITH found AS MATERIALIZED ('
+        '    SELECT e.id, e.occurred_at, e.search FROM public.events e '
+        '    WHERE e.id = ANY ($1) AND e.tenant_id = $2), '
+        '  ranked AS ('
+        '    SELECT f.id, f.occurred_at, ts_rank_cd(f.search, $3) AS rank '
+        '    FROM (SELECT * FROM found ORDER BY occurred_at DESC, id DESC LIMIT $4) AS f), '
+        '  beyond AS (SELECT f.occurred_at + interval ''1 microsecond'' AS before '
+        '    FROM found f ORDER BY f.occurred_at, f.id LIMIT 1) '
+        'SELECT r.id, r.rank, CASE WHEN (SELECT count(*) FROM found) > $4 '
+        '                          THEN (SELECT before FROM beyond) END '
+        'FROM ranked r '
+        'WHERE $5 IS NULL OR (r.rank, r.occurred_at, r.id) < ($5, $6, $7) '
+        'ORDER BY r.rank DESC, r.occurred_at DESC, r.id DESC '
+        'LIMIT least($8, 51)'
+        USING ids, tenant, q, candidates, after_rank, after_at, after_id, max_rows;
+END
+$$;

@@ -11,8 +11,8 @@
 -- times as many when they held fewer, and the whole window once that is no smaller. The
 -- index reads the tenant's entries of those hours and the words' entries among them; a
 -- denser store needs fewer hours, so the cost stays about constant as the store grows.
--- A word too rare to fill a few pages (expected matches under four times the candidates)
--- is still asked of the whole window: its entries are few.
+-- A word too rare to fill a few pages (none of the probe's events, or expected matches under
+-- four times the candidates) is still asked of the whole window: its entries are few.
 --
 -- Matches of the newest hours, ordered newest first, are the newest matches of the window
 -- when there are more of them than the candidates: every match outside is older than every
@@ -66,10 +66,11 @@ BEGIN
     ELSE
         ids := NULL;
         span_hours := greatest(extract(epoch FROM until - oldest) / 3600, 1.0 / 3600);
-        -- Matches expected in the window at the probe's share (at least one in the probe).
-        IF extract(epoch FROM until - since) / 3600 / span_hours * greatest(matched, 1)
+        -- Matches expected in the window at the probe's share. None in the probe: a rare
+        -- word, whose matches the index returns cheaply (and no share to size hours by).
+        IF matched > 0 AND extract(epoch FROM until - since) / 3600 / span_hours * matched
            > 4 * (candidates + 1) THEN
-            hours := 2 * (candidates + 1) * span_hours / greatest(matched, 1);
+            hours := 2 * (candidates + 1) * span_hours / matched;
             LOOP
                 -- Compared in seconds: an interval of the hours could pass the calendar's start.
                 EXIT WHEN hours * 3600 >= extract(epoch FROM until - since);

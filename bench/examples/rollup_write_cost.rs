@@ -58,13 +58,7 @@ async fn write(client: &Client, writer: i64, statements: i64, per_statement: i64
 }
 
 /// The search index of each setting (`COMPARE=search_index`): before and after `0010`.
-const SEARCH_INDEXES: [(&str, &str); 2] = [
-    ("events_search", "ON events USING gin (tenant_id, search)"),
-    (
-        "events_search_hour",
-        "ON events USING gin (tenant_id, (ARRAY[event_hour_key(tenant_id, occurred_at)]), search)",
-    ),
-];
+const SEARCH_INDEXES: [(&str, &str); 2] = [mcp_db::SEARCH_INDEX, mcp_db::SEARCH_HOUR_INDEX];
 
 /// Switches to a setting: the rollup triggers on or off, or (comparing search indexes) an
 /// emptied table with the setting's search index only.

@@ -187,15 +187,10 @@ fn calls(until: Timestamp, bounded: bool) -> Vec<Call> {
 /// statements, commit. Returns microseconds.
 async fn once(client: &Client, tenant: &str, call: &Call) -> u64 {
     let start = Instant::now();
-    statements(client, tenant, call).await;
-    client.batch_execute("COMMIT").await.unwrap();
-    start.elapsed().as_micros() as u64
-}
-
-/// The call's transaction up to its commit.
-async fn statements(client: &Client, tenant: &str, call: &Call) {
     client.batch_execute("BEGIN READ ONLY").await.unwrap();
     run(client, tenant, call).await;
+    client.batch_execute("COMMIT").await.unwrap();
+    start.elapsed().as_micros() as u64
 }
 
 /// The call's statements for `tenant`, in the open transaction.

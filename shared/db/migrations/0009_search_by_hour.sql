@@ -64,42 +64,37 @@ BEGIN
     IF sampled < probe OR matched > candidates THEN
         NULL;  -- the sample is the whole window, or holds every candidate
     ELSE
-        ids := NULL;
         span_hours := greatest(extract(epoch FROM until - oldest) / 3600, 1.0 / 3600);
         -- Matches expected in the window at the probe's share. None in the probe: a rare
-        -- word, whose matches the index returns cheaply (and no share to size hours by).
+        -- word, whose matches the index returns cheaply (and no share to size hours by), so
+        -- `hours` stays NULL and the one statement below asks for the whole window.
         IF matched > 0 AND extract(epoch FROM until - since) / 3600 / span_hours * matched
            > 4 * (candidates + 1) THEN
             hours := 2 * (candidates + 1) * span_hours / matched;
-            LOOP
-                -- Compared in seconds: an interval of the hours could pass the calendar's start.
-                EXIT WHEN hours * 3600 >= extract(epoch FROM until - since);
-                -- Planned for this call's values (EXECUTE ... USING).
-                -- The keys of every hour from the one `hours` before `until` to until's own.
-                keys := ARRAY(SELECT event_hour_key(tenant, to_timestamp(h * 3600.0))
-                              FROM generate_series(floor(extract(epoch FROM until) / 3600 - hours)::bigint,
-                                                   floor(extract(epoch FROM until) / 3600)::bigint) AS h);
-                EXECUTE 'SELECT array_agg(s.id ORDER BY s.occurred_at DESC, s.id DESC) FROM ('
-                        '  SELECT e.id, e.occurred_at FROM public.events e '
-                        '  WHERE e.tenant_id = $1 AND e.search @@ $2 '
-                        '    AND ARRAY[public.event_hour_key(e.tenant_id, e.occurred_at)] && $7 '
-                        '    AND e.occurred_at >= $3 AND e.occurred_at < $4 AND e.severity >= $5 '
-                        '  ORDER BY e.occurred_at DESC, e.id DESC LIMIT $6 + 1) AS s'
-                    INTO ids
-                    USING tenant, q, since, until, min_severity, candidates, keys;
-                EXIT WHEN coalesce(cardinality(ids), 0) > candidates;
-                ids := NULL;
-                hours := hours * 4;
-            END LOOP;
         END IF;
-        IF ids IS NULL THEN
+        LOOP
+            -- The keys of every hour from the one `hours` before `until` to until's own; none
+            -- (the whole window) once the hours would cover it. Compared in seconds: an
+            -- interval of the hours could pass the calendar's start.
+            keys := CASE WHEN hours * 3600 < extract(epoch FROM until - since) THEN
+                        ARRAY(SELECT event_hour_key(tenant, to_timestamp(h * 3600.0))
+                              FROM generate_series(floor(extract(epoch FROM until) / 3600 - hours)::bigint,
+                                                   floor(extract(epoch FROM until) / 3600)::bigint) AS h)
+                    END;
+            -- Planned for this call's values (EXECUTE ... USING): `$7 IS NULL` is folded to a
+            -- constant, so the plan has the hours' keys as an index condition or no such
+            -- condition at all.
             EXECUTE 'SELECT array_agg(s.id ORDER BY s.occurred_at DESC, s.id DESC) FROM ('
                     '  SELECT e.id, e.occurred_at FROM public.events e '
                     '  WHERE e.tenant_id = $1 AND e.search @@ $2 '
+                    '    AND ($7::text[] IS NULL OR ARRAY[public.event_hour_key(e.tenant_id, e.occurred_at)] && $7) '
                     '    AND e.occurred_at >= $3 AND e.occurred_at < $4 AND e.severity >= $5 '
                     '  ORDER BY e.occurred_at DESC, e.id DESC LIMIT $6 + 1) AS s'
-                INTO ids USING tenant, q, since, until, min_severity, candidates;
-        END IF;
+                INTO ids
+                USING tenant, q, since, until, min_severity, candidates, keys;
+            EXIT WHEN keys IS NULL OR coalesce(cardinality(ids), 0) > candidates;
+            hours := hours * 4;
+        END LOOP;
     END IF;
     RETURN QUERY EXECUTE
         'WITH found AS MATERIALIZED ('

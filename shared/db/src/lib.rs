@@ -35,7 +35,7 @@ use tokio_postgres::types::Type;
 
 pub use config::{Credentials, DbConfig, DbConfigError, TlsMode};
 pub use error::{DbError, Phase};
-pub use migrate::{MIGRATIONS, Step, migrate};
+pub use migrate::{MIGRATIONS, SEARCH_HOUR_INDEX, SEARCH_INDEX, Step, migrate};
 pub use rustls::pki_types::CertificateDer;
 pub use secret::{
     DbSecret, Endpoint, SecretSource, aws_sdk_config, read_plain_secret, secrets_client,

@@ -79,16 +79,24 @@ pub const MIGRATIONS: &[(&str, Step)] = &[
     // which is then dropped: writers keep one search index.
     (
         "0010_search_hour_index",
-        Step::Indexes(&[(
-            "events_search_hour",
-            "ON events USING gin (tenant_id, (ARRAY[event_hour_key(tenant_id, occurred_at)]), search)",
-        )]),
+        Step::Indexes(&[SEARCH_HOUR_INDEX]),
     ),
     (
         "0011_drop_search_index",
-        Step::DropIndexes(&["events_search"]),
+        Step::DropIndexes(&[SEARCH_INDEX.0]),
     ),
 ];
+
+/// The search index of `0004_event_search_index` (name, definition): the tenant and the
+/// document's words. Dropped by `0011_drop_search_index`.
+pub const SEARCH_INDEX: (&str, &str) = ("events_search", "ON events USING gin (tenant_id, search)");
+
+/// The search index of `0010_search_hour_index` (name, definition): the tenant, each event's
+/// tenant and hour as one key (`event_hour_key`, from `0009_search_by_hour`), and the words.
+pub const SEARCH_HOUR_INDEX: (&str, &str) = (
+    "events_search_hour",
+    "ON events USING gin (tenant_id, (ARRAY[event_hour_key(tenant_id, occurred_at)]), search)",
+);
 
 /// Events per rollup backfill batch: each batch holds `events`' SHARE lock (writers wait,
 /// readers do not) for the moment it takes to aggregate them.
@@ -199,12 +207,8 @@ async fn apply(client: &mut Client) -> Result<Vec<String>, DbError> {
 async fn event_search_index(client: &Client) -> Result<(), tokio_postgres::Error> {
     let filled = fill_search(client, "AND search IS NULL").await?;
     tracing::info!(rows = filled, "events.search backfilled");
-    concurrent_index(
-        client,
-        "events_search",
-        "ON events USING gin (tenant_id, search)",
-    )
-    .await
+    let (name, definition) = SEARCH_INDEX;
+    concurrent_index(client, name, definition).await
 }
 
 /// Walks the identity key in ranges (each range one index scan, so the whole walk reads the

@@ -21,6 +21,7 @@ mod hostile;
 mod http_layer;
 mod infra;
 mod limits;
+mod partitions;
 mod prompts;
 mod properties;
 mod resources;

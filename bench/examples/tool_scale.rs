@@ -214,10 +214,14 @@ async fn run(client: &Client, tenant: &str, call: &Call) {
 /// connection read since they were last flushed (between transactions, now and then), so
 /// the call's share is their difference across its statements, in one transaction.
 async fn tuples_read(client: &Client, tenant: &str, call: &Call) -> i64 {
-    const COUNTERS: &str = "SELECT (pg_stat_get_xact_tuples_returned('events'::regclass) \
-         + pg_stat_get_xact_tuples_fetched('events'::regclass) \
-         + (SELECT coalesce(sum(pg_stat_get_xact_tuples_returned(indexrelid)), 0) \
-            FROM pg_index WHERE indrelid = 'events'::regclass))::int8";
+    // Counted per partition (`events` is partitioned by month): every partition's rows and
+    // index entries.
+    const COUNTERS: &str = "SELECT (SELECT coalesce(sum(pg_stat_get_xact_tuples_returned(t.relid) \
+                + pg_stat_get_xact_tuples_fetched(t.relid)), 0) \
+            FROM pg_partition_tree('events') t WHERE t.isleaf) \
+         + (SELECT coalesce(sum(pg_stat_get_xact_tuples_returned(i.indexrelid)), 0) \
+            FROM pg_partition_tree('events') t JOIN pg_index i ON i.indrelid = t.relid \
+            WHERE t.isleaf))::int8";
     client.batch_execute("BEGIN READ ONLY").await.unwrap();
     let before: i64 = client.query_one(COUNTERS, &[]).await.unwrap().get(0);
     run(client, tenant, call).await;

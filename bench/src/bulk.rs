@@ -1,12 +1,13 @@
 //! The sample store loaded fast enough for tens of millions of events: the same events as
 //! `migrate::seed` (the same generator, tenant by tenant), sent with binary `COPY` on one
 //! connection per tenant at once, with the secondary indexes of `events` dropped for the
-//! load and built again afterwards from their own definitions. The triggers stay on, so every
+//! load and built again afterwards from their own definitions (in every monthly partition). The triggers stay on, so every
 //! row gets its search document and the rollups count every row exactly as for any writer.
 //! For benchmark databases only: until the load ends the table lacks its indexes.
 
 use futures_util::future::try_join_all;
 use jiff::Timestamp;
+use mcp_db::partition::create_index;
 use migrate::SampleEvents;
 use tokio_postgres::binary_copy::BinaryCopyInWriter;
 use tokio_postgres::types::{ToSql, Type};
@@ -57,8 +58,9 @@ pub async fn bulk_load(
         Ok::<u64, Error>(loaded)
     });
     let loaded = try_join_all(loads).await?.into_iter().sum();
-    // Two builds at a time, one per core.
-    let builders = [
+    // Two builds at a time, one per core. `events` is partitioned by month: each index is
+    // built again partition by partition under its own names (`mcp_db::partition`).
+    let mut builders = [
         local_pg("postgres", db).await,
         local_pg("postgres", db).await,
     ];
@@ -70,8 +72,15 @@ pub async fn bulk_load(
     for pair in indexes.chunks(2) {
         let builds = pair
             .iter()
-            .zip(&builders)
-            .map(|((_, definition), client)| client.execute(definition.as_str(), &[]));
+            .zip(builders.iter_mut())
+            .map(|((name, definition), client)| {
+                let on = definition
+                    .split_once(" ON ONLY public.events ")
+                    .or_else(|| definition.split_once(" ON public.events "))
+                    .map(|(_, rest)| format!("ON events {rest}"))
+                    .unwrap_or_default();
+                async move { create_index(client, name, &on, false).await }
+            });
         try_join_all(builds).await?;
     }
     Ok(loaded)

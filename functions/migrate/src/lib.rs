@@ -7,7 +7,7 @@
 use jiff::Timestamp;
 use tokio_postgres::{Client, GenericClient};
 
-pub use mcp_db::migrate;
+pub use mcp_db::{migrate, migrate_through};
 pub use sample::{EVENT_TYPES, Rng, SampleEvent, SampleEvents};
 
 mod sample;

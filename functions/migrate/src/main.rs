@@ -10,6 +10,11 @@
 //!   loopback), plus `--seed [EVENTS_PER_TENANT]` to load the sample tenants `tenant-a`,
 //!   `tenant-b`, `tenant-c` locally.
 //!
+//! Every run also keeps `events`' monthly partitions: the months ahead are created, and with
+//! `EVENT_RETENTION_MONTHS` set (or `--retention-months`), every month that ended that many
+//! whole months before the current one is dropped, its counts taken out of the rollups (the
+//! report lists both). The deployed function also runs daily for this, with the payload `{}`.
+//!
 //! Idempotent: safe on every deploy and every local start.
 
 use std::time::Duration;
@@ -86,7 +91,25 @@ impl Request {
     }
 }
 
-async fn run_once(request: &Request) -> anyhow::Result<serde_json::Value> {
+/// `EVENT_RETENTION_MONTHS`: months of events to keep after the current one (unset or 0:
+/// keep everything).
+fn retention_from_env() -> anyhow::Result<Option<u32>> {
+    match std::env::var("EVENT_RETENTION_MONTHS") {
+        Err(_) => Ok(None),
+        Ok(v) if v.trim().is_empty() => Ok(None),
+        Ok(v) => parse_retention(&v).map_err(anyhow::Error::msg),
+    }
+}
+
+/// A number of whole months, 0 meaning no retention.
+fn parse_retention(value: &str) -> Result<Option<u32>, String> {
+    let months: u32 = value.trim().parse().map_err(|_| {
+        format!("EVENT_RETENTION_MONTHS must be a whole number of months (0: keep everything), not {value:?}")
+    })?;
+    Ok((months > 0).then_some(months))
+}
+
+async fn run_once(request: &Request, retention: Option<u32>) -> anyhow::Result<serde_json::Value> {
     let db = admin_db().await?;
     let mut client = db
         .connect_unchecked()
@@ -95,6 +118,10 @@ async fn run_once(request: &Request) -> anyhow::Result<serde_json::Value> {
     let endpoint = endpoint_secret().await?;
     let report = migrate::deploy(&mut client, endpoint.as_ref()).await?;
     let mut answer = serde_json::to_value(&report)?;
+    let partitions = mcp_db::partition::maintain(&mut client, jiff::Timestamp::now(), retention)
+        .await
+        .context("keeping the monthly partitions")?;
+    answer["partitions"] = serde_json::to_value(&partitions)?;
     if let Some(tenant) = &request.sample_tenant {
         let loaded = migrate::seed(
             &mut client,
@@ -126,12 +153,18 @@ async fn main() -> anyhow::Result<()> {
             .init();
         let handler = lambda_runtime::service_fn(
             |event: lambda_runtime::LambdaEvent<serde_json::Value>| async {
-                let answer = async { run_once(&Request::from_payload(event.payload)?).await }
+                let answer = async {
+                    run_once(
+                        &Request::from_payload(event.payload)?,
+                        retention_from_env()?,
+                    )
                     .await
-                    .map_err(|e| {
-                        tracing::error!(error = format!("{e:#}"), "migration failed");
-                        lambda_runtime::Error::from(format!("{e:#}"))
-                    })?;
+                }
+                .await
+                .map_err(|e| {
+                    tracing::error!(error = format!("{e:#}"), "migration failed");
+                    lambda_runtime::Error::from(format!("{e:#}"))
+                })?;
                 tracing::info!(report = %answer, "migrations up to date");
                 Ok::<_, lambda_runtime::Error>(answer)
             },
@@ -146,7 +179,7 @@ async fn main() -> anyhow::Result<()> {
         .with_env_filter(log_level())
         .with_target(false)
         .init();
-    let report = run_once(&Request::default()).await?;
+    let report = run_once(&Request::default(), args.retention_months.flatten()).await?;
     tracing::info!(%report, "migrations up to date");
     if let Some(per_tenant) = args.seed {
         let url = std::env::var("DATABASE_ADMIN_URL")
@@ -175,6 +208,10 @@ struct Args {
     /// each (5000 when not given), once per tenant (needs DATABASE_ADMIN_URL).
     #[arg(long, value_name = "EVENTS_PER_TENANT", num_args = 0..=1, default_missing_value = "5000")]
     seed: Option<usize>,
+    /// Months of events to keep after the current one: older monthly partitions are dropped
+    /// (0: keep everything).
+    #[arg(long, value_name = "MONTHS", env = "EVENT_RETENTION_MONTHS", value_parser = parse_retention)]
+    retention_months: Option<Option<u32>>,
 }
 
 #[cfg(test)]
@@ -205,6 +242,16 @@ mod tests {
             serde_json::json!([]),
         ] {
             assert!(Request::from_payload(refused.clone()).is_err(), "{refused}");
+        }
+    }
+
+    #[test]
+    fn retention_is_whole_months_and_zero_keeps_everything() {
+        assert_eq!(parse_retention("13"), Ok(Some(13)));
+        assert_eq!(parse_retention(" 1 "), Ok(Some(1)));
+        assert_eq!(parse_retention("0"), Ok(None));
+        for refused in ["-1", "1.5", "twelve", ""] {
+            assert!(parse_retention(refused).is_err(), "{refused}");
         }
     }
 }

@@ -20,6 +20,7 @@ mod cancel;
 mod config;
 mod error;
 mod migrate;
+pub mod partition;
 mod secret;
 mod tls;
 mod tx;
@@ -35,7 +36,7 @@ use tokio_postgres::types::Type;
 
 pub use config::{Credentials, DbConfig, DbConfigError, TlsMode};
 pub use error::{DbError, Phase};
-pub use migrate::{MIGRATIONS, SEARCH_HOUR_INDEX, SEARCH_INDEX, Step, migrate};
+pub use migrate::{MIGRATIONS, SEARCH_HOUR_INDEX, SEARCH_INDEX, Step, migrate, migrate_through};
 pub use rustls::pki_types::CertificateDer;
 pub use secret::{
     DbSecret, Endpoint, SecretSource, aws_sdk_config, read_plain_secret, secrets_client,
@@ -377,7 +378,7 @@ async fn check_role(client: &Client) -> Result<(), DbError> {
             "SELECT r.rolsuper, r.rolbypassrls, \
                     current_setting('default_transaction_read_only') = 'on', \
                     EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
-                            WHERE n.nspname = 'public' AND c.relkind = 'r' \
+                            WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p') \
                               AND (has_table_privilege(c.oid, 'INSERT') OR has_table_privilege(c.oid, 'UPDATE') \
                                    OR has_table_privilege(c.oid, 'DELETE') OR has_table_privilege(c.oid, 'TRUNCATE'))) \
              FROM pg_roles r WHERE r.rolname = current_user",

@@ -25,6 +25,9 @@ pub enum Step {
     SearchDocuments(&'static str),
     /// Indexes dropped concurrently (readers and writers go on throughout).
     DropIndexes(&'static [&'static str]),
+    /// A SQL file that builds the partitioned table beside `events` (one transaction), then
+    /// the move of `events` into it (`partition::partition_events`: online, resumable).
+    PartitionEvents(&'static str),
 }
 
 /// Every migration, in order: (version, step).
@@ -85,6 +88,14 @@ pub const MIGRATIONS: &[(&str, Step)] = &[
         "0011_drop_search_index",
         Step::DropIndexes(&[SEARCH_INDEX.0]),
     ),
+    (
+        "0012_events_partitioned",
+        Step::PartitionEvents(include_str!("../migrations/0012_events_partitioned.sql")),
+    ),
+    (
+        "0013_search_by_month",
+        Step::Sql(include_str!("../migrations/0013_search_by_month.sql")),
+    ),
 ];
 
 /// The search index of `0004_event_search_index` (name, definition): the tenant and the
@@ -114,10 +125,23 @@ const LOCK_KEY: i64 = 0x006d_6370_5f6d_6967;
 /// # Errors
 ///
 /// The first failing statement's error; that migration's transaction is rolled back.
+pub async fn migrate(client: &mut Client) -> Result<Vec<String>, DbError> {
+    migrate_through(client, None).await
+}
+
+/// [`migrate`], stopping after the migration `last` when given (a store as an earlier
+/// release left it: for tests and rehearsals of a migration).
+///
+/// # Errors
+///
+/// As [`migrate`].
 // Migration files are multi-statement SQL from this repository, never input: the one place
 // (with the admin console below) where the simple protocol is right.
 #[allow(clippy::disallowed_methods)]
-pub async fn migrate(client: &mut Client) -> Result<Vec<String>, DbError> {
+pub async fn migrate_through(
+    client: &mut Client,
+    last: Option<&str>,
+) -> Result<Vec<String>, DbError> {
     let q = DbError::Query;
     client
         .batch_execute(
@@ -130,7 +154,7 @@ pub async fn migrate(client: &mut Client) -> Result<Vec<String>, DbError> {
         .query("SELECT pg_advisory_lock($1)", &[&LOCK_KEY])
         .await
         .map_err(q)?;
-    let result = apply(client).await;
+    let result = apply(client, last).await;
     let unlock = client
         .query("SELECT pg_advisory_unlock($1)", &[&LOCK_KEY])
         .await;
@@ -139,9 +163,12 @@ pub async fn migrate(client: &mut Client) -> Result<Vec<String>, DbError> {
     Ok(applied)
 }
 
-async fn apply(client: &mut Client) -> Result<Vec<String>, DbError> {
+async fn apply(client: &mut Client, last: Option<&str>) -> Result<Vec<String>, DbError> {
     let mut applied = Vec::new();
-    for (version, step) in MIGRATIONS {
+    let upto = last
+        .and_then(|l| MIGRATIONS.iter().position(|(v, _)| *v == l))
+        .map_or(MIGRATIONS.len(), |i| i + 1);
+    for (version, step) in &MIGRATIONS[..upto] {
         let done = client
             .query_opt(
                 "SELECT 1 FROM schema_migrations WHERE version = $1",
@@ -170,6 +197,7 @@ async fn apply(client: &mut Client) -> Result<Vec<String>, DbError> {
                 Step::Indexes(indexes) => concurrent_indexes(client, indexes).await,
                 Step::SearchDocuments(sql) => search_documents(client, sql).await,
                 Step::DropIndexes(names) => drop_indexes(client, names).await,
+                Step::PartitionEvents(sql) => partition_events(client, sql).await,
                 Step::Sql(_) => Ok(()),
             }
             .map_err(DbError::Query)?;
@@ -193,7 +221,21 @@ async fn apply(client: &mut Client) -> Result<Vec<String>, DbError> {
         let rows = count_rollup_backlog(client).await.map_err(DbError::Query)?;
         tracing::info!(rows, "event rollups backfilled");
     }
+    // The months ahead, on every run (retention is the caller's: `partition::maintain`).
+    crate::partition::maintain(client, jiff::Timestamp::now(), None).await?;
     Ok(applied)
+}
+
+/// Runs `sql` (the partitioned table, built beside `events`) in one transaction, then moves
+/// `events` into it.
+#[allow(clippy::disallowed_methods)]
+async fn partition_events(client: &mut Client, sql: &str) -> Result<(), tokio_postgres::Error> {
+    if !crate::partition::is_partitioned(client).await? {
+        let tx = client.transaction().await?;
+        tx.batch_execute(sql).await?;
+        tx.commit().await?;
+    }
+    crate::partition::partition_events(client).await
 }
 
 /// Backfills `events.search` and builds its GIN index without blocking writes.
@@ -287,13 +329,19 @@ async fn count_rollup_backlog(client: &mut Client) -> Result<u64, tokio_postgres
     }
 }
 
-/// Builds each of `indexes` concurrently.
+/// Builds each of `indexes` concurrently (on the partitioned `events`, partition by
+/// partition: `partition::create_index`).
 async fn concurrent_indexes(
-    client: &Client,
+    client: &mut Client,
     indexes: &[(&str, &str)],
 ) -> Result<(), tokio_postgres::Error> {
+    let partitioned = crate::partition::is_partitioned(client).await?;
     for (name, definition) in indexes {
-        concurrent_index(client, name, definition).await?;
+        if partitioned && definition.trim_start().starts_with("ON events ") {
+            crate::partition::create_index(client, name, definition, true).await?;
+        } else {
+            concurrent_index(client, name, definition).await?;
+        }
     }
     Ok(())
 }
@@ -303,9 +351,21 @@ async fn concurrent_indexes(
 #[allow(clippy::disallowed_methods)]
 async fn drop_indexes(client: &Client, names: &[&str]) -> Result<(), tokio_postgres::Error> {
     for name in names {
-        client
-            .batch_execute(&format!("DROP INDEX CONCURRENTLY IF EXISTS {name}"))
-            .await?;
+        // An index of a partitioned table cannot be dropped concurrently: a plain drop, a
+        // catalog change under a moment's lock (waiting at most 5 s for it).
+        let partitioned: bool = client
+            .query_one(
+                "SELECT coalesce((SELECT relkind = 'I' FROM pg_class WHERE oid = to_regclass($1)), false)",
+                &[name],
+            )
+            .await?
+            .try_get(0)?;
+        let drop = if partitioned {
+            format!("SET lock_timeout = '5s'; DROP INDEX IF EXISTS {name}; RESET lock_timeout")
+        } else {
+            format!("DROP INDEX CONCURRENTLY IF EXISTS {name}")
+        };
+        client.batch_execute(&drop).await?;
         tracing::info!(index = name, "index dropped");
     }
     Ok(())

@@ -210,7 +210,10 @@ pub const ENTITY_COUNT_BY_SEVERITY: &str = count_by!(entity_parts, "severity::te
 /// this role's row-level security. Snippets (`ts_headline`, the costly part) are made for the returned rows only,
 /// cut at 400 characters whatever the stored text, from every field the search document
 /// holds (in its order: summary, type, entity, tags, structured text), so a hit that matched
-/// only through its type, entity or tags has its match marked too.
+/// only through its type, entity or tags has its match marked too. The join repeats the
+/// window, which every ranked row lies in: `events` is partitioned by month, and the window
+/// tells the plan which months' keys to look the ids up in (an id alone would be looked up in
+/// every month).
 ///
 /// One statement, so one round trip with its transaction: every row also says whether the
 /// query was refused (`refusal`), and a refused query ranks nothing. The rule lives here
@@ -233,7 +236,8 @@ pub const SEARCH_EVENTS_SQL: &str = "WITH shape AS (\
                           e.entity_id, array_to_string(e.tags, ' '), event_structured_text(e.structured)), \
                 websearch_to_tsquery('english', $1), \
                 'MaxFragments=2, MaxWords=18, MinWords=6, StartSel=**, StopSel=**, FragmentDelimiter=\" … \"'), 400) AS snippet \
-         FROM search_event_newest($1, $2, $3, $4, $5, $6, $7, $8, $9) AS r JOIN events e ON e.id = r.id \
+         FROM search_event_newest($1, $2, $3, $4, $5, $6, $7, $8, $9) AS r \
+         JOIN events e ON e.id = r.id AND e.occurred_at >= $2 AND e.occurred_at < $3 \
          WHERE (SELECT refusal FROM shape) IS NULL) AS h ON true \
      ORDER BY h.rank DESC NULLS LAST, h.occurred_at DESC, h.id DESC";
 

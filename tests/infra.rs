@@ -336,6 +336,32 @@ fn the_migrate_function_connects_directly_with_the_admin_secret() {
     );
 }
 
+/// The monthly partitions are kept by the migrate function itself: daily, with the payload a
+/// deploy sends (nothing more to migrate), and the retention it reads from the template.
+#[test]
+fn the_migrate_function_keeps_the_partitions_daily_with_the_retention_parameter() {
+    let t = template();
+    let env = env_of(&t, "MigrateFunction");
+    assert_eq!(
+        intrinsic(&env["EVENT_RETENTION_MONTHS"]),
+        Some(("!Ref".into(), "EventRetentionMonths".into()))
+    );
+    assert!(names_in_code(&["functions/migrate/src"]).contains("EVENT_RETENTION_MONTHS"));
+    assert!(documented().contains("EVENT_RETENTION_MONTHS"));
+    assert_eq!(default_of(&t, "EventRetentionMonths"), "0");
+    let daily = &props(&t, "MigrateFunction")["Events"]["DailyUpkeep"];
+    assert_eq!(text(&daily["Type"]), "ScheduleV2");
+    assert_eq!(text(&daily["Properties"]["Input"]), "{}");
+    let cron = text(&daily["Properties"]["ScheduleExpression"]);
+    assert!(cron.starts_with("cron(") && cron.contains(" * * ? *)"), "{cron}");
+    // A failed run is reported, not only retried.
+    let alarm = props(&t, "MigrateErrorsAlarm");
+    assert_eq!(
+        intrinsic(&alarm["Dimensions"][0]["Value"]),
+        Some(("!Ref".into(), "MigrateFunction".into()))
+    );
+}
+
 #[test]
 fn both_functions_ship_the_ca_bundle_they_verify_the_database_with() {
     let t = template();

@@ -440,6 +440,9 @@ STAND_INS = [
     # SAM CLI's own managed stack (its artifact bucket) has one.
     stand_in("AWS::S3::BucketPolicy", "{Bucket}"),
     stand_in("AWS::Cognito::UserPoolClient", "{id}", {"ClientSecret": "{secret}", "ClientId": "{id}"}),
+    # The migrate function's daily run (SAM's ScheduleV2); moto's scheduler has no
+    # CloudFormation model.
+    stand_in("AWS::Scheduler::Schedule", "{Name}", {"Arn": "arn:aws:scheduler:{region}:{account}:schedule/default/{Name}"}),
 ]
 cfn_parsing.get_model_list.cache_clear()
 cfn_parsing.get_model_map.cache_clear()

@@ -353,7 +353,10 @@ fn the_migrate_function_keeps_the_partitions_daily_with_the_retention_parameter(
     assert_eq!(text(&daily["Type"]), "ScheduleV2");
     assert_eq!(text(&daily["Properties"]["Input"]), "{}");
     let cron = text(&daily["Properties"]["ScheduleExpression"]);
-    assert!(cron.starts_with("cron(") && cron.contains(" * * ? *)"), "{cron}");
+    assert!(
+        cron.starts_with("cron(") && cron.contains(" * * ? *)"),
+        "{cron}"
+    );
     // A failed run is reported, not only retried.
     let alarm = props(&t, "MigrateErrorsAlarm");
     assert_eq!(

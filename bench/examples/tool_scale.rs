@@ -11,6 +11,10 @@
 //! the last. Each call's reads of `events` and its indexes are counted by PostgreSQL's
 //! transaction statistics (whatever its plan, statements inside the search functions
 //! included); the run exits 1 after its report when a call read more than `TUPLE_BUDGET`.
+//! Before measuring, each step checks every call's answer against the same answer computed
+//! from `events` another way: the counts with the rollups marked unfinished (so they count
+//! raw events), each search against the newest 500 matches ranked directly, the newest
+//! events directly (outside row-level security, by tenant); the run exits 1 when one differs.
 //!
 //! ```text
 //! cargo run --profile harness -p bench --example tool_scale -- 100000 1000000 10000000
@@ -34,10 +38,22 @@ const DB: &str = "mcp_tool_scale";
 
 type Params = Vec<(Box<dyn ToSql + Sync + Send>, Type)>;
 
-/// One tool call: its statements with their parameters.
+/// One tool call: its statements with their parameters, and how its answer is checked.
 struct Call {
     tool: &'static str,
     statements: Vec<(&'static str, Params)>,
+    check: Check,
+}
+
+/// What a call's answer must equal, computed another way.
+enum Check {
+    /// The same statements with the rollups marked unfinished: counted from `events`.
+    FromEvents,
+    /// The newest `SEARCH_CANDIDATES` matches of the window ranked directly from `events`
+    /// (query, rows).
+    Search(&'static str, i64),
+    /// The newest events of the window, directly from `events` (rows).
+    Newest(i64),
 }
 
 fn ts(t: Timestamp) -> (Box<dyn ToSql + Sync + Send>, Type) {
@@ -101,13 +117,18 @@ fn calls(until: Timestamp, bounded: bool) -> Vec<Call> {
     } else {
         i64::MAX / 2
     };
-    let c = |tool, statements| Call { tool, statements };
-    let searching = |tool, query: &str, limit| Call {
+    let c = |tool, statements| Call {
+        tool,
+        statements,
+        check: Check::FromEvents,
+    };
+    let searching = |tool, query: &'static str, limit| Call {
         tool,
         statements: vec![(
             t::SEARCH_EVENTS_SQL,
             search(query, since, until, limit, candidates),
         )],
+        check: Check::Search(query, limit + 1),
     };
     vec![
         c(
@@ -161,9 +182,9 @@ fn calls(until: Timestamp, bounded: bool) -> Vec<Call> {
             "checkout nullpointer",
             10,
         ),
-        c(
-            "query_events, limit 50",
-            vec![(
+        Call {
+            tool: "query_events, limit 50",
+            statements: vec![(
                 t::QUERY_EVENTS_SQL,
                 vec![
                     text(None),
@@ -179,7 +200,8 @@ fn calls(until: Timestamp, bounded: bool) -> Vec<Call> {
                     (Box::new(false), Type::BOOL),
                 ],
             )],
-        ),
+            check: Check::Newest(51),
+        },
     ]
 }
 
@@ -208,6 +230,94 @@ async fn run(client: &Client, tenant: &str, call: &Call) {
     }
 }
 
+/// A call's answer: each statement's rows as JSON text, in the order the statement gives.
+async fn answer(client: &Client, tenant: &str, call: &Call) -> Vec<String> {
+    client.batch_execute("BEGIN READ ONLY").await.unwrap();
+    client
+        .query("SELECT set_config('app.tenant_id', $1, true)", &[&tenant])
+        .await
+        .unwrap();
+    let mut rows = Vec::new();
+    for (sql, params) in &call.statements {
+        let p: Vec<(&(dyn ToSql + Sync), Type)> = params
+            .iter()
+            .map(|(v, ty)| (&**v as &(dyn ToSql + Sync), ty.clone()))
+            .collect();
+        let wrapped = format!("SELECT coalesce(json_agg(x), '[]')::text FROM ({sql}) AS x");
+        rows.push(client.query_typed(&wrapped, &p).await.unwrap()[0].get(0));
+    }
+    client.batch_execute("COMMIT").await.unwrap();
+    rows
+}
+
+/// The `id`s of an answer's rows (a search's row without a hit has none).
+fn ids(answer: &[String]) -> Vec<i64> {
+    answer
+        .iter()
+        .flat_map(|rows| serde_json::from_str::<Vec<serde_json::Value>>(rows).unwrap())
+        .filter_map(|row| row["id"].as_i64())
+        .collect()
+}
+
+/// Checks every call's answer at this size against the same answer computed another way
+/// (`Check`), as the administrator for the counts from `events` and directly, outside
+/// row-level security, for the rest. Returns the calls whose answers differ.
+async fn verify(admin: &Client, reader: &Client, tenant: &str, until: Timestamp) -> Vec<String> {
+    let since = until
+        .checked_sub(SignedDuration::from_hours(30 * 24))
+        .unwrap();
+    let calls = calls(until, true);
+    admin.batch_execute(COUNTED).await.unwrap();
+    let mut now = Vec::new();
+    for call in &calls {
+        now.push(answer(reader, tenant, call).await);
+    }
+    admin.batch_execute(NOT_COUNTED).await.unwrap();
+    let mut differ = Vec::new();
+    for (call, got) in calls.iter().zip(&now) {
+        let same = match call.check {
+            Check::FromEvents => answer(reader, tenant, call).await == *got,
+            Check::Search(query, rows) => {
+                let expected: Vec<i64> = admin
+                    .query(
+                        "SELECT id FROM (SELECT e.id, e.occurred_at, ts_rank_cd(e.search, q) AS rank                            FROM events e, websearch_to_tsquery('english', $1) AS q                            WHERE e.tenant_id = $2 AND e.search @@ q AND e.occurred_at >= $3 AND e.occurred_at < $4                            ORDER BY e.occurred_at DESC, e.id DESC LIMIT $5) AS s                          ORDER BY rank DESC, occurred_at DESC, id DESC LIMIT $6",
+                        &[&query, &tenant, &since, &until, &t::SEARCH_CANDIDATES, &rows],
+                    )
+                    .await
+                    .unwrap()
+                    .iter()
+                    .map(|r| r.get(0))
+                    .collect();
+                ids(got) == expected
+            }
+            Check::Newest(rows) => {
+                let expected: Vec<i64> = admin
+                    .query(
+                        "SELECT id FROM events WHERE tenant_id = $1 AND occurred_at >= $2 AND occurred_at < $3 \
+                         ORDER BY occurred_at DESC, id DESC LIMIT $4",
+                        &[&tenant, &since, &until, &rows],
+                    )
+                    .await
+                    .unwrap()
+                    .iter()
+                    .map(|r| r.get(0))
+                    .collect();
+                ids(got) == expected
+            }
+        };
+        if !same {
+            differ.push(call.tool.to_owned());
+        }
+    }
+    admin.batch_execute(COUNTED).await.unwrap();
+    differ
+}
+
+/// The rollups marked finished (the tools read them) or unfinished (the tools count from
+/// `events`, as they do while a migration counts older rows).
+const COUNTED: &str = "UPDATE event_rollup_backfill SET done_to = target_to";
+const NOT_COUNTED: &str = "UPDATE event_rollup_backfill SET done_to = 0, target_to = 1";
+
 /// What one call reads of `events`: the rows its scans returned and fetched from the table
 /// plus the entries read from each of its indexes, as PostgreSQL's counters say (statements
 /// inside the search functions included, whatever the plan). The counters hold what the
@@ -216,7 +326,7 @@ async fn run(client: &Client, tenant: &str, call: &Call) {
 async fn tuples_read(client: &Client, tenant: &str, call: &Call) -> i64 {
     // Counted per partition (`events` is partitioned by month): every partition's rows and
     // index entries.
-    const COUNTERS: &str = "SELECT (SELECT coalesce(sum(pg_stat_get_xact_tuples_returned(t.relid) \
+    const COUNTERS: &str = "SELECT ((SELECT coalesce(sum(pg_stat_get_xact_tuples_returned(t.relid) \
                 + pg_stat_get_xact_tuples_fetched(t.relid)), 0) \
             FROM pg_partition_tree('events') t WHERE t.isleaf) \
          + (SELECT coalesce(sum(pg_stat_get_xact_tuples_returned(i.indexrelid)), 0) \
@@ -312,6 +422,7 @@ async fn main() {
         pool.push(local_pg("mcp_endpoint", DB).await);
     }
     let mut report: Vec<Row> = Vec::new();
+    let (mut wrong, mut checked) = (Vec::new(), 0);
     for &n in &steps {
         let tenants: Vec<String> = (0..tenants_per_step)
             .map(|i| format!("scale-{n}-{i}"))
@@ -320,6 +431,10 @@ async fn main() {
         if !reuse {
             load(&db, &names, n, until).await;
         }
+        let differ = verify(&db, &pool[0], &tenants[0], read_until).await;
+        eprintln!("[tool_scale] {n}: answers that differ from events: {differ:?}");
+        wrong.extend(differ.into_iter().map(|tool| format!("{tool} at {n}")));
+        checked += calls(read_until, true).len();
         for (mode, bounded) in [("now", true), ("before", false)] {
             let (rounds, c16) = if bounded {
                 (rounds, true)
@@ -332,11 +447,7 @@ async fn main() {
                 continue;
             }
             // "before": the rollups marked unfinished, so every count reads events.
-            let mark = if bounded {
-                "UPDATE event_rollup_backfill SET done_to = target_to"
-            } else {
-                "UPDATE event_rollup_backfill SET done_to = 0, target_to = 1"
-            };
+            let mark = if bounded { COUNTED } else { NOT_COUNTED };
             db.batch_execute(mark).await.unwrap();
             for call in calls(read_until, bounded) {
                 let read = if bounded {
@@ -374,8 +485,14 @@ async fn main() {
         .filter(|r| r.read.is_some_and(|read| read > TUPLE_BUDGET))
         .map(|r| format!("{} at {}: {:?}", r.tool, r.n, r.read))
         .collect();
+    println!(
+        "\nAnswers checked against events: {checked} calls, {} differ {wrong:?}",
+        wrong.len()
+    );
     if !over.is_empty() {
         eprintln!("[tool_scale] calls over the budget of {TUPLE_BUDGET} tuples read: {over:?}");
+    }
+    if !over.is_empty() || !wrong.is_empty() {
         std::process::exit(1);
     }
 }

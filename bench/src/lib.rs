@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 pub use bulk::bulk_load;
-pub use pg::{fresh_database, local_pg};
+pub use pg::{fresh_database, fresh_database_through, local_pg};
 
 mod bulk;
 mod pg;

@@ -26,8 +26,18 @@ pub async fn local_pg(user: &str, db: &str) -> Client {
 /// # Panics
 ///
 /// When PostgreSQL does not answer or a migration fails.
-#[allow(clippy::disallowed_methods, clippy::expect_used)]
 pub async fn fresh_database(name: &str) -> Client {
+    fresh_database_through(name, None).await
+}
+
+/// [`fresh_database`], migrated up to and including `last` (all migrations when `None`):
+/// a store as an earlier release left it.
+///
+/// # Panics
+///
+/// As [`fresh_database`].
+#[allow(clippy::disallowed_methods, clippy::expect_used)]
+pub async fn fresh_database_through(name: &str, last: Option<&str>) -> Client {
     let admin = local_pg("postgres", "postgres").await;
     // Two statements: a multi-statement string is one implicit transaction, and neither may
     // run in one.
@@ -41,6 +51,8 @@ pub async fn fresh_database(name: &str) -> Client {
             .expect("a database of the benchmark's own");
     }
     let mut db = local_pg("postgres", name).await;
-    mcp_db::migrate(&mut db).await.expect("the migrations");
+    mcp_db::migrate_through(&mut db, last)
+        .await
+        .expect("the migrations");
     db
 }

@@ -167,6 +167,7 @@ pub(super) async fn swap_once(
         SWAP_LOCK_WAIT.as_millis()
     ))
     .await?;
+    let locked_at = std::time::Instant::now();
     // Where the ids have got to, so that the new table's sequence goes on from there.
     let seq = tx
         .query_one(
@@ -239,5 +240,9 @@ pub(super) async fn swap_once(
         tx.execute("SELECT setval('events_id_seq', $1, $2)", &[&last, &called])
             .await?;
     }
-    tx.commit().await
+    tx.commit().await?;
+    // How long readers were held: the lock's whole life, commit included.
+    let held_ms = u64::try_from(locked_at.elapsed().as_millis()).unwrap_or(u64::MAX);
+    tracing::info!(held_ms, "events swapped for the partitioned table");
+    Ok(())
 }

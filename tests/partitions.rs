@@ -167,6 +167,17 @@ async fn a_store_with_events_moves_into_monthly_partitions_while_readers_and_wri
         .unwrap()
         .get(0);
 
+    // A writer role of the operator's, with its grant and a policy of its own on `events`.
+    db.admin
+        .batch_execute(
+            "DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'mcp_test_event_writer') \
+                THEN CREATE ROLE mcp_test_event_writer; END IF; END $$; \
+             GRANT SELECT, INSERT ON events TO mcp_test_event_writer; \
+             CREATE POLICY writer_tenant_b ON events FOR ALL TO mcp_test_event_writer \
+                 USING (tenant_id = 'tenant-b') WITH CHECK (tenant_id = 'tenant-b')",
+        )
+        .await
+        .unwrap();
     // Readers of the endpoint's kind and a writer, throughout the move.
     let stop = Arc::new(AtomicBool::new(false));
     let (reads, written) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
@@ -292,6 +303,33 @@ async fn a_store_with_events_moves_into_monthly_partitions_while_readers_and_wri
     assert_eq!(ok(&found)["results"][0]["id"], json!(id));
     assert_eq!(rollup_drift(&db.admin).await, (0, 0));
 
+    // The writer keeps its grant and its policy on `events`, and has none on the partition.
+    let write_as_writer = |tenant: &str| {
+        format!(
+            "SET ROLE mcp_test_event_writer; \
+             INSERT INTO events (tenant_id, entity_id, entity_type, event_type, severity, occurred_at) \
+             VALUES ('{tenant}', 'svc-w', 'service', 'deploy.finished', 1, now())"
+        )
+    };
+    db.admin
+        .batch_execute(&write_as_writer("tenant-b"))
+        .await
+        .unwrap();
+    db.admin.batch_execute("RESET ROLE").await.unwrap();
+    assert!(
+        db.admin
+            .batch_execute(&write_as_writer("tenant-a"))
+            .await
+            .is_err()
+    );
+    db.admin.batch_execute("RESET ROLE").await.unwrap();
+    assert!(
+        db.admin
+            .batch_execute("SET ROLE mcp_test_event_writer; SELECT 1 FROM events_history LIMIT 1")
+            .await
+            .is_err()
+    );
+    db.admin.batch_execute("RESET ROLE").await.unwrap();
     // The reader role reaches rows through `events` only, under its policy.
     let denied = db
         .admin

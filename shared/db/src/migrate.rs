@@ -118,7 +118,7 @@ const ROLLUP_BATCH: i64 = 20_000;
 const BACKFILL_BATCH: i64 = 5_000;
 
 /// Key of the advisory lock held while migrating (any constant unique to this schema).
-const LOCK_KEY: i64 = 0x006d_6370_5f6d_6967;
+pub(crate) const LOCK_KEY: i64 = 0x006d_6370_5f6d_6967;
 
 /// Applies the migrations `client` has not seen; returns the versions applied now.
 ///

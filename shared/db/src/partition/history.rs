@@ -186,6 +186,15 @@ pub(super) async fn swap_once(
         }
         None => None,
     };
+    // Whatever else the old table was given (the writers' grants, policies of the operator's
+    // own, its owner) goes to the new one: writers outside this project insert into `events`
+    // and go on doing so after the swap. The old table keeps none of its grants: a partition
+    // is reached through `events` only.
+    let carried = tx.query(CARRY_OVER, &[]).await?;
+    for row in &carried {
+        let statement: String = row.try_get(0)?;
+        tx.batch_execute(&statement).await?;
+    }
     // The old table's own parts that the partitioned table now provides: its key on id
     // alone (a partition's key must hold the partition key), its triggers (the parent's
     // are cloned onto it or fire for it), its policy and grant (partitions are reached
@@ -203,7 +212,6 @@ pub(super) async fn swap_once(
          DROP TRIGGER IF EXISTS events_rollups_update ON events; \
          DROP TRIGGER IF EXISTS events_rollups_truncate ON events; \
          DROP POLICY IF EXISTS events_tenant ON events; \
-         REVOKE ALL ON events FROM mcp_reader; \
          ALTER TABLE events RENAME TO events_history",
     )
     .await?;
@@ -246,3 +254,30 @@ pub(super) async fn swap_once(
     tracing::info!(held_ms, "events swapped for the partitioned table");
     Ok(())
 }
+
+/// The statements that give the partitioned table what the old one was given, then take the
+/// grants from the old one: each grant but its owner's, its owner, each policy the new table
+/// lacks (`events_tenant` it has: `0012_events_partitioned.sql`).
+const CARRY_OVER: &str = "\
+    WITH old AS (SELECT oid, relowner, relacl FROM pg_class WHERE oid = 'public.events'::regclass), \
+         grants AS (SELECT a.privilege_type, a.is_grantable, \
+                           CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid(a.grantee)) END AS grantee \
+                    FROM old, aclexplode(old.relacl) AS a WHERE a.grantee <> old.relowner) \
+    SELECT s FROM (\
+        SELECT 1 AS step, format('GRANT %s ON events_partitioned TO %s%s', privilege_type, grantee, \
+                                 CASE WHEN is_grantable THEN ' WITH GRANT OPTION' ELSE '' END) AS s FROM grants \
+        UNION ALL \
+        SELECT 2, format('ALTER TABLE events_partitioned OWNER TO %I', pg_get_userbyid(old.relowner)) FROM old \
+        WHERE old.relowner <> (SELECT relowner FROM pg_class WHERE oid = 'public.events_partitioned'::regclass) \
+        UNION ALL \
+        SELECT 3, format('CREATE POLICY %I ON events_partitioned AS %s FOR %s TO %s%s%s', p.policyname, p.permissive, p.cmd, \
+                         (SELECT string_agg(CASE WHEN r = 'public' THEN 'PUBLIC' ELSE quote_ident(r) END, ', ') FROM unnest(p.roles) AS r), \
+                         CASE WHEN p.qual IS NOT NULL THEN ' USING (' || p.qual || ')' ELSE '' END, \
+                         CASE WHEN p.with_check IS NOT NULL THEN ' WITH CHECK (' || p.with_check || ')' ELSE '' END) \
+        FROM pg_policies p \
+        WHERE p.schemaname = 'public' AND p.tablename = 'events' \
+          AND NOT EXISTS (SELECT FROM pg_policies q WHERE q.schemaname = 'public' \
+                          AND q.tablename = 'events_partitioned' AND q.policyname = p.policyname) \
+        UNION ALL \
+        SELECT DISTINCT 4, format('REVOKE ALL ON events FROM %s', grantee) FROM grants \
+    ) AS statements ORDER BY step";

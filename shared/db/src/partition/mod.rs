@@ -132,6 +132,29 @@ pub async fn maintain(
     now: Timestamp,
     retention_months: Option<u32>,
 ) -> Result<PartitionReport, DbError> {
+    // Under the migrations' advisory lock (re-entrant: `migrate` holds it when it calls
+    // this), so that two runs never attach or retire the same month at once.
+    client
+        .query("SELECT pg_advisory_lock($1)", &[&crate::migrate::LOCK_KEY])
+        .await
+        .map_err(DbError::Query)?;
+    let result = maintain_locked(client, now, retention_months).await;
+    let unlock = client
+        .query(
+            "SELECT pg_advisory_unlock($1)",
+            &[&crate::migrate::LOCK_KEY],
+        )
+        .await;
+    let report = result?;
+    unlock.map_err(DbError::Query)?;
+    Ok(report)
+}
+
+async fn maintain_locked(
+    client: &mut Client,
+    now: Timestamp,
+    retention_months: Option<u32>,
+) -> Result<PartitionReport, DbError> {
     let q = DbError::Query;
     if !is_partitioned(client).await.map_err(q)? {
         return Ok(PartitionReport::default());

@@ -13,19 +13,9 @@ use mcp::App;
 use serde_json::{Value, json};
 use tokio_postgres::Client;
 
-use crate::support::auth::{app_serving, auth_config, keys, static_keys};
-use crate::support::db::{TestDb, admin, call, eventually, ok, token};
+use crate::support::db::{TestDb, admin, call, eventually, ok, rollup_drift, token};
 
 const TENANTS: [&str; 2] = ["tenant-a", "tenant-b"];
-
-fn app(db: &TestDb) -> App {
-    let server = mcp::production_server(
-        db.store("mcp_endpoint", Duration::from_secs(10)),
-        mcp_protocol::server::DEFAULT_RESPONSE_BUDGET,
-    )
-    .unwrap();
-    app_serving(auth_config(static_keys(&[&keys().rsa])), server)
-}
 
 /// What every tool answers for each tenant, over the sample's 30 days and the whole store.
 async fn answers(app: &App, since: Timestamp, until: Timestamp) -> Vec<Value> {
@@ -72,38 +62,6 @@ async fn answers(app: &App, since: Timestamp, until: Timestamp) -> Vec<Value> {
         all.push(ok(&a).clone());
     }
     all
-}
-
-/// The events' counts per (tenant, minute, type, severity) that differ between `events`
-/// and the minute rollup, and the same for the totals: both 0 when the rollups are exact.
-async fn rollup_drift(c: &Client) -> (i64, i64) {
-    let minutes: i64 = c
-        .query_one(
-            "WITH truth AS (SELECT tenant_id, date_bin('1 minute', occurred_at, TIMESTAMPTZ '1970-01-01 00:00:00+00') AS m, \
-                    event_type, severity, count(*) AS n FROM events GROUP BY 1, 2, 3, 4), \
-                  kept AS (SELECT tenant_id, minute AS m, event_type, severity, events AS n \
-                    FROM event_counts_minute WHERE events <> 0) \
-             SELECT count(*) FROM truth FULL JOIN kept USING (tenant_id, m, event_type, severity) \
-             WHERE truth.n IS DISTINCT FROM kept.n",
-            &[],
-        )
-        .await
-        .unwrap()
-        .get(0);
-    let totals: i64 = c
-        .query_one(
-            "WITH truth AS (SELECT tenant_id, entity_type, event_type, severity, count(*) AS n \
-                    FROM events GROUP BY 1, 2, 3, 4), \
-                  kept AS (SELECT tenant_id, entity_type, event_type, severity, events AS n \
-                    FROM event_totals WHERE events <> 0) \
-             SELECT count(*) FROM truth FULL JOIN kept USING (tenant_id, entity_type, event_type, severity) \
-             WHERE truth.n IS DISTINCT FROM kept.n",
-            &[],
-        )
-        .await
-        .unwrap()
-        .get(0);
-    (minutes, totals)
 }
 
 /// Each index of `table` with the file that holds it: the same file after a change means
@@ -157,7 +115,7 @@ async fn a_store_with_events_moves_into_monthly_partitions_while_readers_and_wri
     migrate::seed(&mut seeding, &TENANTS, 4_000, until)
         .await
         .unwrap();
-    let app = app(&db);
+    let app = db.app();
     let before = answers(&app, since, until).await;
     let files = index_files(&db.admin, "events").await;
     let last_id: i64 = db
@@ -419,6 +377,14 @@ async fn daily_events(c: &Client, from: &str, days: i32) -> i64 {
     .unwrap() as i64
 }
 
+/// Events dated before `at`.
+async fn older_than(c: &Client, at: Timestamp) -> i64 {
+    c.query_one("SELECT count(*) FROM events WHERE occurred_at < $1", &[&at])
+        .await
+        .unwrap()
+        .get(0)
+}
+
 #[tokio::test]
 async fn retention_drops_whole_months_and_takes_their_events_out_of_every_count() {
     let db = TestDb::create().await;
@@ -444,15 +410,7 @@ async fn retention_drops_whole_months_and_takes_their_events_out_of_every_count(
         .to_zoned(jiff::tz::TimeZone::UTC)
         .unwrap()
         .timestamp();
-    let older: i64 = c
-        .query_one(
-            "SELECT count(*) FROM events WHERE occurred_at < $1",
-            &[&kept_from],
-        )
-        .await
-        .unwrap()
-        .get(0);
-    assert!(older > 0);
+    assert!(older_than(&c, kept_from).await > 0);
     let parts_before = layout(&c).await;
 
     let report = mcp_db::partition::maintain(&mut c, now, Some(3))
@@ -468,15 +426,7 @@ async fn retention_drops_whole_months_and_takes_their_events_out_of_every_count(
     dropped.sort();
     assert_eq!(dropped, expected);
     assert!(report.created.is_empty());
-    let left: i64 = c
-        .query_one(
-            "SELECT count(*) FROM events WHERE occurred_at < $1",
-            &[&kept_from],
-        )
-        .await
-        .unwrap()
-        .get(0);
-    assert_eq!(left, 0);
+    assert_eq!(older_than(&c, kept_from).await, 0);
     // The rollups lost exactly the dropped events: no bucket before the cutoff, totals equal.
     assert_eq!(rollup_drift(&c).await, (0, 0));
     let stale: i64 = c
@@ -492,7 +442,7 @@ async fn retention_drops_whole_months_and_takes_their_events_out_of_every_count(
     assert_eq!(stale, 0);
     // The tools agree: the first event is the cutoff's first noon, and a count over the whole
     // period holds the kept events only.
-    let app = app(&db);
+    let app = db.app();
     let t = token(Some("tenant-a"));
     let described = call(&app, &t, "describe_data", json!({})).await;
     let kept: i64 = c

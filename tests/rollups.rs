@@ -5,15 +5,12 @@
 //! while events arrive, and rows that existed before the triggers (the migration's backfill,
 //! with writers running throughout, and the fallback to `events` until it has finished).
 
-use std::time::Duration;
-
 use jiff::{SignedDuration, Timestamp};
 use mcp::App;
 use serde_json::{Value, json};
 use tokio_postgres::Client;
 
-use crate::support::auth::{app_serving, auth_config, keys, static_keys};
-use crate::support::db::{TestDb, admin, call, events_rows_read, ok, token};
+use crate::support::db::{TestDb, admin, call, events_rows_read, ok, rollup_drift, token};
 // The sample generator's (xorshift64*): the seed is printed with every failure.
 use migrate::Rng;
 
@@ -43,15 +40,6 @@ fn instant(rng: &mut Rng) -> Timestamp {
     origin()
         .checked_add(SignedDuration::from_micros(us.max(0)))
         .unwrap()
-}
-
-fn app(db: &TestDb) -> App {
-    let server = mcp::production_server(
-        db.store("mcp_endpoint", Duration::from_secs(10)),
-        mcp_protocol::server::DEFAULT_RESPONSE_BUDGET,
-    )
-    .unwrap();
-    app_serving(auth_config(static_keys(&[&keys().rsa])), server)
 }
 
 /// Inserts `n` random events in one statement (the triggers see one transition table).
@@ -328,7 +316,7 @@ async fn counts_from_the_rollups_equal_counts_from_events() {
     let mut rng = Rng(seed);
     let db = TestDb::create().await;
     random_store(&db, &mut rng).await;
-    let app = app(&db);
+    let app = db.app();
     compare(&app, &db.admin, &mut rng, 120, seed).await;
 
     // Until the backfill has finished the rollups are not read at all: emptied and marked
@@ -393,7 +381,7 @@ async fn a_read_while_events_arrive_counts_whole_transactions() {
                 .unwrap();
         }
     });
-    let app = app(&db);
+    let app = db.app();
     let acme = token(Some("acme"));
     let mut seen = Vec::new();
     while !writing.is_finished() {
@@ -464,25 +452,12 @@ async fn the_backfill_counts_older_rows_while_writers_go_on() {
     let applied = migrate::migrate(&mut migrator).await.unwrap();
     assert_eq!(applied, ["0007_event_rollups"]);
     writing.await.unwrap();
-    let drift: i64 = db
-        .admin
-        .query_one(
-            "WITH truth AS (SELECT tenant_id, date_bin('1 minute', occurred_at, TIMESTAMPTZ '1970-01-01 00:00:00+00') AS m, \
-                    event_type, severity, count(*) AS n FROM events GROUP BY 1, 2, 3, 4), \
-                  kept AS (SELECT tenant_id, minute AS m, event_type, severity, events AS n \
-                    FROM event_counts_minute WHERE events <> 0) \
-             SELECT count(*) FROM truth FULL JOIN kept USING (tenant_id, m, event_type, severity) \
-             WHERE truth.n IS DISTINCT FROM kept.n",
-            &[],
-        )
-        .await
-        .unwrap()
-        .get(0);
     assert_eq!(
-        drift, 0,
-        "seed {seed}: minute rollup rows that differ from events"
+        rollup_drift(&db.admin).await,
+        (0, 0),
+        "seed {seed}: rollup rows (minute, totals) that differ from events"
     );
-    let app = app(&db);
+    let app = db.app();
     compare(&app, &db.admin, &mut rng, 40, seed).await;
 }
 

@@ -28,6 +28,28 @@ const PHASES: [&str; 3] = ["before", "during", "after"];
 
 type Samples = Arc<Mutex<Vec<(u8, u64)>>>;
 
+/// Runs `sql` back to back on `c` until the last phase has ended, recording each run's
+/// latency with the phase it started in.
+fn probe(
+    c: tokio_postgres::Client,
+    sql: &'static str,
+    phase: Arc<AtomicU8>,
+    samples: Samples,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            let p = phase.load(Ordering::SeqCst);
+            if p >= 3 {
+                return;
+            }
+            let start = Instant::now();
+            c.batch_execute(sql).await.unwrap();
+            let us = u64::try_from(start.elapsed().as_micros()).unwrap();
+            samples.lock().await.push((p, us));
+        }
+    })
+}
+
 #[tokio::main]
 async fn main() {
     tracing_subscriber::fmt()
@@ -54,49 +76,20 @@ async fn main() {
 
     let phase = Arc::new(AtomicU8::new(0));
     let (reads, writes): (Samples, Samples) = Default::default();
-    let reader = {
-        let (phase, reads) = (phase.clone(), reads.clone());
-        let c = local_pg("mcp_endpoint", DB).await;
-        tokio::spawn(async move {
-            loop {
-                let p = phase.load(Ordering::SeqCst);
-                if p >= 3 {
-                    return;
-                }
-                let start = Instant::now();
-                c.batch_execute(
-                    "BEGIN READ ONLY; SELECT set_config('app.tenant_id', 'move-0', true); \
-                     SELECT id FROM events ORDER BY occurred_at DESC, id DESC LIMIT 50; COMMIT",
-                )
-                .await
-                .unwrap();
-                let us = u64::try_from(start.elapsed().as_micros()).unwrap();
-                reads.lock().await.push((p, us));
-            }
-        })
-    };
-    let writer = {
-        let (phase, writes) = (phase.clone(), writes.clone());
-        let c = local_pg("postgres", DB).await;
-        tokio::spawn(async move {
-            loop {
-                let p = phase.load(Ordering::SeqCst);
-                if p >= 3 {
-                    return;
-                }
-                let start = Instant::now();
-                c.execute(
-                    "INSERT INTO events (tenant_id, entity_id, entity_type, event_type, severity, occurred_at, ai_summary) \
-                     VALUES ('move-1', 'svc-move-1', 'service', 'deploy.finished', 2, now() - interval '1 minute', 'written during the move')",
-                    &[],
-                )
-                .await
-                .unwrap();
-                let us = u64::try_from(start.elapsed().as_micros()).unwrap();
-                writes.lock().await.push((p, us));
-            }
-        })
-    };
+    let reader = probe(
+        local_pg("mcp_endpoint", DB).await,
+        "BEGIN READ ONLY; SELECT set_config('app.tenant_id', 'move-0', true); \
+         SELECT id FROM events ORDER BY occurred_at DESC, id DESC LIMIT 50; COMMIT",
+        phase.clone(),
+        reads.clone(),
+    );
+    let writer = probe(
+        local_pg("postgres", DB).await,
+        "INSERT INTO events (tenant_id, entity_id, entity_type, event_type, severity, occurred_at, ai_summary) \
+         VALUES ('move-1', 'svc-move-1', 'service', 'deploy.finished', 2, now() - interval '1 minute', 'written during the move')",
+        phase.clone(),
+        writes.clone(),
+    );
     // The phases around the move are windows of measurement, not waits for anything.
     tokio::time::sleep(Duration::from_secs(10)).await;
     phase.store(1, Ordering::SeqCst);

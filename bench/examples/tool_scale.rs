@@ -278,30 +278,26 @@ async fn verify(admin: &Client, reader: &Client, tenant: &str, until: Timestamp)
         let same = match call.check {
             Check::FromEvents => answer(reader, tenant, call).await == *got,
             Check::Search(query, rows) => {
-                let expected: Vec<i64> = admin
-                    .query(
-                        "SELECT id FROM (SELECT e.id, e.occurred_at, ts_rank_cd(e.search, q) AS rank                            FROM events e, websearch_to_tsquery('english', $1) AS q                            WHERE e.tenant_id = $2 AND e.search @@ q AND e.occurred_at >= $3 AND e.occurred_at < $4                            ORDER BY e.occurred_at DESC, e.id DESC LIMIT $5) AS s                          ORDER BY rank DESC, occurred_at DESC, id DESC LIMIT $6",
-                        &[&query, &tenant, &since, &until, &t::SEARCH_CANDIDATES, &rows],
-                    )
-                    .await
-                    .unwrap()
-                    .iter()
-                    .map(|r| r.get(0))
-                    .collect();
+                let expected = column(
+                    admin,
+                    "SELECT id FROM (SELECT e.id, e.occurred_at, ts_rank_cd(e.search, q) AS rank \
+                       FROM events e, websearch_to_tsquery('english', $1) AS q \
+                       WHERE e.tenant_id = $2 AND e.search @@ q AND e.occurred_at >= $3 AND e.occurred_at < $4 \
+                       ORDER BY e.occurred_at DESC, e.id DESC LIMIT $5) AS s \
+                     ORDER BY rank DESC, occurred_at DESC, id DESC LIMIT $6",
+                    &[&query, &tenant, &since, &until, &t::SEARCH_CANDIDATES, &rows],
+                )
+                .await;
                 ids(got) == expected
             }
             Check::Newest(rows) => {
-                let expected: Vec<i64> = admin
-                    .query(
-                        "SELECT id FROM events WHERE tenant_id = $1 AND occurred_at >= $2 AND occurred_at < $3 \
-                         ORDER BY occurred_at DESC, id DESC LIMIT $4",
-                        &[&tenant, &since, &until, &rows],
-                    )
-                    .await
-                    .unwrap()
-                    .iter()
-                    .map(|r| r.get(0))
-                    .collect();
+                let expected = column(
+                    admin,
+                    "SELECT id FROM events WHERE tenant_id = $1 AND occurred_at >= $2 AND occurred_at < $3 \
+                     ORDER BY occurred_at DESC, id DESC LIMIT $4",
+                    &[&tenant, &since, &until, &rows],
+                )
+                .await;
                 ids(got) == expected
             }
         };
@@ -311,6 +307,17 @@ async fn verify(admin: &Client, reader: &Client, tenant: &str, until: Timestamp)
     }
     admin.batch_execute(COUNTED).await.unwrap();
     differ
+}
+
+/// The first column of `sql`'s rows.
+async fn column(client: &Client, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Vec<i64> {
+    client
+        .query(sql, params)
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
 }
 
 /// The rollups marked finished (the tools read them) or unfinished (the tools count from

@@ -77,6 +77,17 @@ impl TestDb {
         }
     }
 
+    /// The production server over this database, as the endpoint's role (10 s statement
+    /// timeout, the default response budget), behind the test issuer's keys.
+    pub(crate) fn app(&self) -> App {
+        let server = mcp::production_server(
+            self.store("mcp_endpoint", Duration::from_secs(10)),
+            mcp_protocol::server::DEFAULT_RESPONSE_BUDGET,
+        )
+        .unwrap();
+        super::auth::app_serving(auth_config(static_keys(&[&keys().rsa])), server)
+    }
+
     pub(crate) fn store(&self, user: &str, statement_timeout: Duration) -> Arc<Store> {
         self.store_via(user, pgbouncer().0, statement_timeout)
     }
@@ -301,4 +312,42 @@ pub(crate) fn events_rows_read(plan: &Value) -> u64 {
         Value::Array(items) => items.iter().map(events_rows_read).sum(),
         _ => 0,
     }
+}
+
+/// Rows of the minute rollup and of the totals that differ from the counts computed from
+/// `events` itself: (0, 0) when the rollups are exact.
+pub(crate) async fn rollup_drift(c: &Client) -> (i64, i64) {
+    let minutes = differing(
+        c,
+        "date_bin('1 minute', occurred_at, TIMESTAMPTZ '1970-01-01 00:00:00+00') AS minute, event_type, severity",
+        "event_counts_minute",
+        "minute, event_type, severity",
+    )
+    .await;
+    let totals = differing(
+        c,
+        "entity_type, event_type, severity",
+        "event_totals",
+        "entity_type, event_type, severity",
+    )
+    .await;
+    (minutes, totals)
+}
+
+/// Keys (`tenant_id` and `columns`, computed from `events` by `keys`) whose count in `table`
+/// differs from the events'.
+async fn differing(c: &Client, keys: &str, table: &str, columns: &str) -> i64 {
+    c.query_one(
+        &format!(
+            "WITH truth AS (SELECT tenant_id, {keys}, count(*) AS n FROM events \
+                            GROUP BY tenant_id, {columns}), \
+                  kept AS (SELECT tenant_id, {columns}, events AS n FROM {table} WHERE events <> 0) \
+             SELECT count(*) FROM truth FULL JOIN kept USING (tenant_id, {columns}) \
+             WHERE truth.n IS DISTINCT FROM kept.n"
+        ),
+        &[],
+    )
+    .await
+    .unwrap()
+    .get(0)
 }

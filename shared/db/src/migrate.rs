@@ -371,13 +371,30 @@ async fn drop_indexes(client: &Client, names: &[&str]) -> Result<(), tokio_postg
     Ok(())
 }
 
-/// Builds index `name` (`definition`: `ON table ...`) with `CREATE INDEX CONCURRENTLY`; a
-/// build an earlier run left invalid (interrupted) is dropped and built again.
-#[allow(clippy::disallowed_methods)]
+/// Builds index `name` (`definition`: `ON table ...`) with `CREATE INDEX CONCURRENTLY`.
 async fn concurrent_index(
     client: &Client,
     name: &str,
     definition: &str,
+) -> Result<(), tokio_postgres::Error> {
+    build_index(
+        client,
+        name,
+        &format!("CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} {definition}"),
+    )
+    .await?;
+    tracing::info!(index = name, "index ready");
+    Ok(())
+}
+
+/// Runs `create` (a `CREATE ... INDEX ... IF NOT EXISTS` of index `name`), first dropping an
+/// index of that name that an interrupted concurrent build left invalid, so that it is built
+/// again rather than kept as it is.
+#[allow(clippy::disallowed_methods)]
+pub(crate) async fn build_index(
+    client: &Client,
+    name: &str,
+    create: &str,
 ) -> Result<(), tokio_postgres::Error> {
     let valid: Option<bool> = client
         .query_opt(
@@ -392,11 +409,5 @@ async fn concurrent_index(
             .batch_execute(&format!("DROP INDEX CONCURRENTLY IF EXISTS {name}"))
             .await?;
     }
-    client
-        .batch_execute(&format!(
-            "CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} {definition}"
-        ))
-        .await?;
-    tracing::info!(index = name, "index ready");
-    Ok(())
+    client.batch_execute(create).await
 }

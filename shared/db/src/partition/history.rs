@@ -114,26 +114,13 @@ pub(super) async fn history_boundary(
 
 /// The unique index on (id, occurred_at) that becomes the history partition's key, built
 /// without blocking writes (an interrupted build is dropped and built again).
-#[allow(clippy::disallowed_methods)]
 pub(super) async fn history_key(client: &Client) -> Result<(), tokio_postgres::Error> {
-    let valid: Option<bool> = client
-        .query_opt(
-            "SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass('public.events_history_pkey')",
-            &[],
-        )
-        .await?
-        .map(|r| r.try_get(0))
-        .transpose()?;
-    if valid == Some(false) {
-        client
-            .batch_execute("DROP INDEX CONCURRENTLY IF EXISTS events_history_pkey")
-            .await?;
-    }
-    client
-        .batch_execute(
-            "CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS events_history_pkey ON events (id, occurred_at)",
-        )
-        .await
+    crate::migrate::build_index(
+        client,
+        "events_history_pkey",
+        "CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS events_history_pkey ON events (id, occurred_at)",
+    )
+    .await
 }
 
 /// The swap: one transaction of catalog changes (see the module's notes), tried again when

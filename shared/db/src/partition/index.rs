@@ -58,7 +58,6 @@ pub(super) fn partition_index(partition: &str, index: &str) -> String {
 }
 
 /// Builds `child` on `table` (dropping an invalid one an interrupted concurrent build left).
-#[allow(clippy::disallowed_methods)]
 pub(super) async fn build_child(
     client: &Client,
     child: &str,
@@ -66,25 +65,13 @@ pub(super) async fn build_child(
     rest: &str,
     concurrently: bool,
 ) -> Result<(), tokio_postgres::Error> {
-    let valid: Option<bool> = client
-        .query_opt(
-            "SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass($1)",
-            &[&child],
-        )
-        .await?
-        .map(|r| r.try_get(0))
-        .transpose()?;
-    if valid == Some(false) {
-        client
-            .batch_execute(&format!("DROP INDEX IF EXISTS {child}"))
-            .await?;
-    }
     let how = if concurrently { "CONCURRENTLY " } else { "" };
-    client
-        .batch_execute(&format!(
-            "CREATE INDEX {how}IF NOT EXISTS {child} ON {table} {rest}"
-        ))
-        .await
+    crate::migrate::build_index(
+        client,
+        child,
+        &format!("CREATE INDEX {how}IF NOT EXISTS {child} ON {table} {rest}"),
+    )
+    .await
 }
 
 /// The parent's indexes other than its key, each as (name, what follows `ON ONLY

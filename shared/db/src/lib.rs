@@ -18,6 +18,7 @@
 
 mod cancel;
 mod config;
+mod ddl;
 mod error;
 mod migrate;
 pub mod partition;

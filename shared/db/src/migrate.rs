@@ -9,6 +9,7 @@
 use tokio_postgres::Client;
 
 use crate::DbError;
+use crate::ddl::{LOCK_KEY, build_index};
 
 /// One migration step.
 #[derive(Debug, Clone, Copy)]
@@ -116,9 +117,6 @@ const ROLLUP_BATCH: i64 = 20_000;
 /// Rows per backfill statement: each batch is its own short transaction, so row locks are
 /// held for a moment and the work done survives an interrupted deploy.
 const BACKFILL_BATCH: i64 = 5_000;
-
-/// Key of the advisory lock held while migrating (any constant unique to this schema).
-pub(crate) const LOCK_KEY: i64 = 0x006d_6370_5f6d_6967;
 
 /// Applies the migrations `client` has not seen; returns the versions applied now.
 ///
@@ -385,29 +383,4 @@ async fn concurrent_index(
     .await?;
     tracing::info!(index = name, "index ready");
     Ok(())
-}
-
-/// Runs `create` (a `CREATE ... INDEX ... IF NOT EXISTS` of index `name`), first dropping an
-/// index of that name that an interrupted concurrent build left invalid, so that it is built
-/// again rather than kept as it is.
-#[allow(clippy::disallowed_methods)]
-pub(crate) async fn build_index(
-    client: &Client,
-    name: &str,
-    create: &str,
-) -> Result<(), tokio_postgres::Error> {
-    let valid: Option<bool> = client
-        .query_opt(
-            "SELECT i.indisvalid FROM pg_index i WHERE i.indexrelid = to_regclass($1)",
-            &[&name],
-        )
-        .await?
-        .map(|r| r.try_get(0))
-        .transpose()?;
-    if valid == Some(false) {
-        client
-            .batch_execute(&format!("DROP INDEX CONCURRENTLY IF EXISTS {name}"))
-            .await?;
-    }
-    client.batch_execute(create).await
 }

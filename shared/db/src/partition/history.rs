@@ -115,7 +115,7 @@ pub(super) async fn history_boundary(
 /// The unique index on (id, occurred_at) that becomes the history partition's key, built
 /// without blocking writes (an interrupted build is dropped and built again).
 pub(super) async fn history_key(client: &Client) -> Result<(), tokio_postgres::Error> {
-    crate::migrate::build_index(
+    crate::ddl::build_index(
         client,
         "events_history_pkey",
         "CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS events_history_pkey ON events (id, occurred_at)",

@@ -66,7 +66,7 @@ pub(super) async fn build_child(
     concurrently: bool,
 ) -> Result<(), tokio_postgres::Error> {
     let how = if concurrently { "CONCURRENTLY " } else { "" };
-    crate::migrate::build_index(
+    crate::ddl::build_index(
         client,
         child,
         &format!("CREATE INDEX {how}IF NOT EXISTS {child} ON {table} {rest}"),

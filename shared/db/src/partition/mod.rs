@@ -135,15 +135,12 @@ pub async fn maintain(
     // Under the migrations' advisory lock (re-entrant: `migrate` holds it when it calls
     // this), so that two runs never attach or retire the same month at once.
     client
-        .query("SELECT pg_advisory_lock($1)", &[&crate::migrate::LOCK_KEY])
+        .query("SELECT pg_advisory_lock($1)", &[&crate::ddl::LOCK_KEY])
         .await
         .map_err(DbError::Query)?;
     let result = maintain_locked(client, now, retention_months).await;
     let unlock = client
-        .query(
-            "SELECT pg_advisory_unlock($1)",
-            &[&crate::migrate::LOCK_KEY],
-        )
+        .query("SELECT pg_advisory_unlock($1)", &[&crate::ddl::LOCK_KEY])
         .await;
     let report = result?;
     unlock.map_err(DbError::Query)?;

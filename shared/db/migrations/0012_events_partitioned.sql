@@ -74,9 +74,11 @@ CREATE POLICY events_tenant ON events_partitioned FOR SELECT TO mcp_reader
 
 -- Partitions being retired: noted before each is detached, removed when its counts have been
 -- taken out of the rollups and it is dropped (a run that stops in between is finished by
--- the next one).
+-- the next one, from the id it had counted to).
 CREATE TABLE IF NOT EXISTS event_partitions_retiring (
-    name    text PRIMARY KEY,
-    from_at timestamptz,
-    to_at   timestamptz NOT NULL
+    name       text PRIMARY KEY,
+    from_at    timestamptz,
+    to_at      timestamptz NOT NULL,
+    -- Its events up to this id are already taken out of the totals.
+    counted_to bigint NOT NULL DEFAULT 0
 );

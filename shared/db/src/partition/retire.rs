@@ -80,35 +80,69 @@ pub(super) async fn retire_before(
     Ok(dropped)
 }
 
-/// Takes a detached partition's events out of the rollups and drops it, in one transaction.
-/// The minute and hour rollups hold whole buckets of the partition's range (months begin on
-/// a whole hour in UTC), so their rows for the range go; the totals lose the partition's
-/// counts. No writer can add to the range meanwhile: with the partition detached, an event
+/// Events per transaction when a detached partition's counts are taken out of the totals:
+/// a history partition of hundreds of millions of events is counted over several runs if
+/// need be, each batch recorded as it is done.
+const RETIRE_BATCH: i64 = 200_000;
+
+/// Takes a detached partition's events out of the rollups and drops it. The totals lose the
+/// partition's counts in batches of ids (each batch one transaction that also records how far
+/// it got, so that an interrupted run resumes without counting a batch twice); then, in one
+/// transaction, the minute and hour rollups lose their rows of the partition's range (months
+/// begin on a whole hour in UTC, so those buckets hold its events only) and the table is
+/// dropped. No writer can add to the range meanwhile: with the partition detached, an event
 /// dated in it has no partition.
 #[allow(clippy::disallowed_methods)]
 async fn forget(client: &mut Client, partition: &Partition) -> Result<(), tokio_postgres::Error> {
     let name = &partition.name;
-    let tx = client.transaction().await?;
-    let exists: bool = tx
+    let exists: bool = client
         .query_one(
             "SELECT to_regclass('public.' || quote_ident($1)) IS NOT NULL",
             &[name],
         )
         .await?
         .try_get(0)?;
-    if exists {
+    while exists {
+        let tx = client.transaction().await?;
+        let from: i64 = tx
+            .query_one(
+                "SELECT counted_to FROM event_partitions_retiring WHERE name = $1 FOR UPDATE",
+                &[name],
+            )
+            .await?
+            .try_get(0)?;
+        let to: Option<i64> = tx
+            .query_one(
+                &format!(
+                    "SELECT max(id) FROM (SELECT id FROM {name} WHERE id > $1 ORDER BY id LIMIT $2) AS batch"
+                ),
+                &[&from, &RETIRE_BATCH],
+            )
+            .await?
+            .try_get(0)?;
+        let Some(to) = to else {
+            tx.commit().await?;
+            break;
+        };
         tx.execute(
             &format!(
                 "WITH gone AS (SELECT tenant_id, entity_type, event_type, severity, count(*) AS n \
-                           FROM {name} GROUP BY 1, 2, 3, 4) \
-             UPDATE event_totals t SET events = t.events - g.n FROM gone g \
-             WHERE (t.tenant_id, t.entity_type, t.event_type, t.severity) \
-                 = (g.tenant_id, g.entity_type, g.event_type, g.severity)"
+                               FROM {name} WHERE id > $1 AND id <= $2 GROUP BY 1, 2, 3, 4) \
+                 UPDATE event_totals t SET events = t.events - g.n FROM gone g \
+                 WHERE (t.tenant_id, t.entity_type, t.event_type, t.severity) \
+                     = (g.tenant_id, g.entity_type, g.event_type, g.severity)"
             ),
-            &[],
+            &[&from, &to],
         )
         .await?;
+        tx.execute(
+            "UPDATE event_partitions_retiring SET counted_to = $2 WHERE name = $1",
+            &[name, &to],
+        )
+        .await?;
+        tx.commit().await?;
     }
+    let tx = client.transaction().await?;
     tx.execute("DELETE FROM event_totals WHERE events = 0", &[])
         .await?;
     for (table, column) in [

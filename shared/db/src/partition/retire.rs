@@ -102,7 +102,40 @@ async fn forget(client: &mut Client, partition: &Partition) -> Result<(), tokio_
         )
         .await?
         .try_get(0)?;
-    while exists {
+    if exists {
+        take_out_of_totals(client, name).await?;
+    }
+    let tx = client.transaction().await?;
+    tx.execute("DELETE FROM event_totals WHERE events = 0", &[])
+        .await?;
+    for (table, column) in [
+        ("event_counts_minute", "minute"),
+        ("event_counts_hour", "hour"),
+        ("entity_counts_hour", "hour"),
+    ] {
+        tx.execute(
+            &format!(
+                "DELETE FROM {table} WHERE {column} < $2 AND ($1::timestamptz IS NULL OR {column} >= $1)"
+            ),
+            &[&partition.from, &partition.to],
+        )
+        .await?;
+    }
+    tx.batch_execute(&format!("DROP TABLE IF EXISTS {name}"))
+        .await?;
+    tx.execute(
+        "DELETE FROM event_partitions_retiring WHERE name = $1",
+        &[name],
+    )
+    .await?;
+    tx.commit().await
+}
+
+/// Takes the detached partition `name`'s events out of the totals, `RETIRE_BATCH` ids per
+/// transaction, from where an earlier run got to.
+#[allow(clippy::disallowed_methods)]
+async fn take_out_of_totals(client: &mut Client, name: &str) -> Result<(), tokio_postgres::Error> {
+    loop {
         let tx = client.transaction().await?;
         let from: i64 = tx
             .query_one(
@@ -142,28 +175,5 @@ async fn forget(client: &mut Client, partition: &Partition) -> Result<(), tokio_
         .await?;
         tx.commit().await?;
     }
-    let tx = client.transaction().await?;
-    tx.execute("DELETE FROM event_totals WHERE events = 0", &[])
-        .await?;
-    for (table, column) in [
-        ("event_counts_minute", "minute"),
-        ("event_counts_hour", "hour"),
-        ("entity_counts_hour", "hour"),
-    ] {
-        tx.execute(
-            &format!(
-                "DELETE FROM {table} WHERE {column} < $2 AND ($1::timestamptz IS NULL OR {column} >= $1)"
-            ),
-            &[&partition.from, &partition.to],
-        )
-        .await?;
-    }
-    tx.batch_execute(&format!("DROP TABLE IF EXISTS {name}"))
-        .await?;
-    tx.execute(
-        "DELETE FROM event_partitions_retiring WHERE name = $1",
-        &[name],
-    )
-    .await?;
-    tx.commit().await
+    Ok(())
 }

@@ -140,7 +140,7 @@ async fn take_out_of_totals(client: &mut Client, name: &str) -> Result<(), tokio
         let from: i64 = tx
             .query_one(
                 "SELECT counted_to FROM event_partitions_retiring WHERE name = $1 FOR UPDATE",
-                &[name],
+                &[&name],
             )
             .await?
             .try_get(0)?;
@@ -170,7 +170,7 @@ async fn take_out_of_totals(client: &mut Client, name: &str) -> Result<(), tokio
         .await?;
         tx.execute(
             "UPDATE event_partitions_retiring SET counted_to = $2 WHERE name = $1",
-            &[name, &to],
+            &[&name, &to],
         )
         .await?;
         tx.commit().await?;

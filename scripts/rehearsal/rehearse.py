@@ -295,8 +295,9 @@ def check_stack(stage: str, params: dict[str, str], given: dict[str, str], out: 
     # function writes its metrics to.
     api = next((r["id"] for r in resources if r["type"] == "AWS::ApiGatewayV2::Api"), None)
     alarms = [r for r in resources if r["type"] == "AWS::CloudWatch::Alarm"]
-    # Seven for the endpoint, two more for the bridge.
-    wanted_alarms = 9 if bridge else 7
+    # Seven for the endpoint, one for migrate (its deploy runs and daily upkeep), two more for
+    # the bridge.
+    wanted_alarms = 10 if bridge else 8
     check(len(alarms) == wanted_alarms, f"{stage}: {len(alarms)} alarms, {wanted_alarms} expected")
     for alarm in alarms:
         p = alarm["properties"]
@@ -312,6 +313,13 @@ def check_stack(stage: str, params: dict[str, str], given: dict[str, str], out: 
             else:
                 ok = namespace == env["METRICS_NAMESPACE"]
             check(ok, f"{stage}: alarm {alarm['logical']} watches {namespace} {metric['MetricName']} {dims}")
+    # The daily partition upkeep invokes this stack's migrate function with the deploy's payload.
+    schedules = [r["properties"] for r in resources if r["type"] == "AWS::Scheduler::Schedule"]
+    targets = [(p.get("Target", {}).get("Arn", ""), p.get("Target", {}).get("Input")) for p in schedules]
+    check(
+        len(targets) == 1 and targets[0][0].endswith(":function:" + names["migrate"]) and targets[0][1] == "{}",
+        f"{stage}: the daily schedule invokes {names['migrate']} with {{}}: {targets}",
+    )
     if bridge:
         oauth_env = lam.get_function_configuration(FunctionName=names["oauth"])["Environment"]["Variables"]
         key = client("kms").describe_key(KeyId=oauth_env["OAUTH_KMS_KEY_ID"])["KeyMetadata"]

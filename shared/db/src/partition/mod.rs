@@ -36,9 +36,6 @@ pub use index::create_index;
 use index::{build_child, parent_indexes, partition_index};
 use retire::retire_before;
 
-/// The partition that holds every event before the first month of its own.
-pub const HISTORY_PARTITION: &str = "events_history";
-
 /// Months after the current one that always have a partition: an event dated later than
 /// that is refused by the database (there is no catch-all partition: one would have to be
 /// read whenever a month is attached, and would keep scans in time order from reading
